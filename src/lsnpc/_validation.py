@@ -1,0 +1,197 @@
+"""Argument and array checks shared by every public entry point.
+
+Every check raises :class:`ValueError` (or :class:`NotFittedError`) with a message that names the
+argument and says what was expected, so that a user who passes the wrong thing learns which one.
+Nothing here knows about torch models or data sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "NotFittedError",
+    "check_array",
+    "check_probabilities",
+    "check_binary_labels",
+    "check_same_n_samples",
+    "check_n_features",
+    "check_random_state",
+    "check_in_choices",
+    "check_scalar",
+    "check_is_fitted",
+]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a method that needs a fitted estimator is called before ``fit``."""
+
+
+def _to_ndarray(value: Any, name: str) -> np.ndarray:
+    if value is None:
+        raise ValueError(f"{name} is required, got None")
+    if hasattr(value, "toarray") and callable(value.toarray):  # scipy.sparse
+        value = value.toarray()
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"{name} must be array-like, could not convert it: {exc}") from exc
+    if arr.dtype == object:
+        raise ValueError(f"{name} must be a numeric array, got an array of Python objects")
+    return arr
+
+
+def check_array(
+    value: Any,
+    name: str,
+    *,
+    ndim: int = 2,
+    dtype: type | np.dtype = np.float32,
+    min_samples: int = 1,
+    allow_nonfinite: bool = False,
+) -> np.ndarray:
+    """Return ``value`` as a C-contiguous array of ``dtype`` with ``ndim`` dimensions.
+
+    Parameters
+    ----------
+    value : array-like
+        What the user passed.
+    name : str
+        The argument's name, used in error messages.
+    ndim : int
+        Required number of dimensions (a 1-d array is never silently reshaped).
+    dtype : numpy dtype
+        Output dtype.
+    min_samples : int
+        Minimum length of the first axis.
+    allow_nonfinite : bool
+        If False, NaN or infinite entries are rejected.
+    """
+    arr = _to_ndarray(value, name)
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-d array, got shape {arr.shape}")
+    if arr.shape[0] < min_samples:
+        raise ValueError(
+            f"{name} must have at least {min_samples} sample(s) (rows), got {arr.shape[0]}"
+        )
+    if ndim >= 2 and arr.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one column, got shape {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not allow_nonfinite and np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def check_probabilities(value: Any, name: str, *, min_samples: int = 1) -> np.ndarray:
+    """Return an (n, L) float32 array of probabilities, each finite and in [0, 1]."""
+    arr = check_array(value, name, ndim=2, dtype=np.float32, min_samples=min_samples)
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(
+            f"{name} must hold probabilities in [0, 1], got values in [{lo:.4g}, {hi:.4g}]"
+        )
+    return arr
+
+
+def check_binary_labels(value: Any, name: str, *, min_samples: int = 1) -> np.ndarray:
+    """Return an (n, L) int64 array whose entries are all 0 or 1."""
+    arr = _to_ndarray(value, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-d (n_samples, n_labels) array, got shape {arr.shape}")
+    if arr.shape[0] < min_samples:
+        raise ValueError(
+            f"{name} must have at least {min_samples} sample(s) (rows), got {arr.shape[0]}"
+        )
+    if arr.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one label column, got shape {arr.shape}")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name} must hold 0/1 labels, got dtype {arr.dtype}")
+    if arr.dtype != bool:
+        if np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
+            raise ValueError(f"{name} must hold 0/1 labels, found NaN or infinite values")
+        bad = ~np.isin(arr, (0, 1))
+        if bad.any():
+            examples = np.unique(arr[bad])[:5].tolist()
+            raise ValueError(f"{name} must hold only 0/1 labels, found values {examples}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def check_same_n_samples(**arrays: np.ndarray | None) -> int:
+    """Check that every given (non-None) array has the same first dimension; return it."""
+    sizes = {name: len(a) for name, a in arrays.items() if a is not None}
+    if len(set(sizes.values())) > 1:
+        detail = ", ".join(f"{name} has {n}" for name, n in sizes.items())
+        raise ValueError(f"the arrays must have the same number of samples (rows): {detail}")
+    return next(iter(sizes.values())) if sizes else 0
+
+
+def check_n_features(arr: np.ndarray, name: str, expected: int, what: str = "columns") -> None:
+    """Check that ``arr.shape[1] == expected`` (e.g. predict on the same d or L as fit)."""
+    if arr.shape[1] != expected:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} {what}, but the estimator was fitted with {expected}"
+        )
+
+
+def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
+    """Turn None, an int seed, a SeedSequence or a Generator into a numpy Generator.
+
+    Never touches numpy's global RNG. ``None`` gives fresh OS entropy (non-reproducible).
+    """
+    if random_state is None or isinstance(random_state, (Integral, np.random.SeedSequence)):
+        if isinstance(random_state, Integral) and random_state < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {random_state}")
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise ValueError(
+        f"{name} must be None, a non-negative int, a numpy SeedSequence or Generator, "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def check_in_choices(value: Any, name: str, choices: Sequence[Any]) -> Any:
+    """Check that ``value`` is one of ``choices``."""
+    if value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {options}; got {value!r}")
+    return value
+
+
+def check_scalar(
+    value: Any,
+    name: str,
+    *,
+    kind: type = Real,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> Any:
+    """Check a scalar hyper-parameter's type and range, naming it in the error."""
+    if isinstance(value, bool) or not isinstance(value, kind):
+        what = "an integer" if kind is Integral else "a number"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    if kind is not Integral and not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if low is not None and (value < low or (not low_inclusive and value == low)):
+        op = ">=" if low_inclusive else ">"
+        raise ValueError(f"{name} must be {op} {low}, got {value!r}")
+    if high is not None and (value > high or (not high_inclusive and value == high)):
+        op = "<=" if high_inclusive else "<"
+        raise ValueError(f"{name} must be {op} {high}, got {value!r}")
+    return value
+
+
+def check_is_fitted(estimator: Any, attribute: str) -> None:
+    """Raise :class:`NotFittedError` unless ``estimator`` has the learned ``attribute``."""
+    if getattr(estimator, attribute, None) is None:
+        raise NotFittedError(
+            f"this {type(estimator).__name__} is not fitted yet: call fit(...) before using it"
+        )
