@@ -1,0 +1,324 @@
+"""The fit / predict machinery shared by every base classifier (MLP, ADDGCN, HLC).
+
+A subclass says how to build its network and how to compute a batch loss; this module owns input
+validation, seeding, the mini-batch loop over in-memory arrays, checkpoint selection by validation
+micro-F1 and batched prediction, so the three classifiers behave identically at their edges.
+"""
+
+from __future__ import annotations
+
+import sys
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from lsnpc._torch import resolve_device, seeded, to_tensor, torch_seed_from
+from lsnpc._validation import (
+    check_array,
+    check_binary_labels,
+    check_is_fitted,
+    check_n_features,
+    check_random_state,
+    check_same_n_samples,
+    check_scalar,
+)
+
+__all__ = ["NetClassifier", "Standardize", "micro_f1", "batch_indices"]
+
+
+class Standardize(nn.Module):
+    """Subtract a per-feature mean and divide by a per-feature scale (both fixed buffers).
+
+    ``mean`` and ``scale`` broadcast against the input, e.g. shape (d,) for (batch, d) inputs or
+    (C, 1, 1) for (batch, C, H, W) maps. Being buffers, they travel with ``state_dict`` and with
+    ``copy.deepcopy``, so a trunk that contains this module maps *raw* inputs.
+    """
+
+    def __init__(self, mean: torch.Tensor, scale: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("scale", scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.scale
+
+
+def standardize_stats(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-feature (per-channel for maps) mean and scale of ``X`` (n, d) or (n, C, H, W).
+
+    Returned with singleton spatial axes for maps so they broadcast over (batch, C, H, W).
+    A constant feature gets scale 1 rather than a division by zero.
+    """
+    axes = (0,) if X.ndim == 2 else (0, 2, 3)
+    mean = X.mean(axis=axes, dtype=np.float64)
+    scale = X.std(axis=axes, dtype=np.float64)
+    scale[scale < 1e-8] = 1.0
+    if X.ndim == 4:
+        mean, scale = mean[:, None, None], scale[:, None, None]
+    return (
+        torch.as_tensor(mean, dtype=torch.float32),
+        torch.as_tensor(scale, dtype=torch.float32),
+    )
+
+
+def micro_f1(predicted: torch.Tensor, truth: torch.Tensor) -> float:
+    """Micro-averaged F1 of two (n, L) 0/1 tensors (0 when neither has a positive)."""
+    predicted, truth = predicted.bool(), truth.bool()
+    tp = (predicted & truth).sum().item()
+    fp = (predicted & ~truth).sum().item()
+    fn = (~predicted & truth).sum().item()
+    denom = 2 * tp + fp + fn
+    return 2.0 * tp / denom if denom else 0.0
+
+
+def batch_indices(n: int, batch_size: int, generator: torch.Generator | None) -> list[torch.Tensor]:
+    """Index tensors of the mini-batches of one epoch (shuffled when ``generator`` is given).
+
+    A trailing batch of a single sample is merged into the previous one: BatchNorm layers cannot
+    train on one sample, and a one-sample step is mostly noise anyway.
+    """
+    order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
+    batches = list(torch.split(order, batch_size))
+    if len(batches) > 1 and len(batches[-1]) == 1:
+        batches[-2] = torch.cat([batches[-2], batches.pop()])
+    return batches
+
+
+class NetClassifier:
+    """Base class of the torch multilabel classifiers; not public.
+
+    Subclasses implement :meth:`_validate_params`, :meth:`_build_network` (a module with a ``trunk``
+    attribute, an ``embedding_dim`` int and a forward giving (batch, L) logits) and may override
+    :meth:`_batch_loss`, :meth:`_labels_for_epoch` and :attr:`_input_ndims`.
+    """
+
+    #: allowed ``ndim`` of X; (2,) means (n, d) feature vectors only
+    _input_ndims: tuple[int, ...] = (2,)
+
+    # -- hooks ------------------------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        check_scalar(self.epochs, "epochs", kind=Integral, low=1)
+        check_scalar(self.batch_size, "batch_size", kind=Integral, low=1)
+        check_scalar(self.lr, "lr", kind=Real, low=0.0, low_inclusive=False)
+        check_scalar(self.weight_decay, "weight_decay", kind=Real, low=0.0)
+        if not isinstance(self.standardize, bool):
+            raise ValueError(f"standardize must be True or False, got {self.standardize!r}")
+
+    def _build_network(self, X: np.ndarray, n_labels: int) -> nn.Module:
+        raise NotImplementedError
+
+    def _batch_loss(self, network: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        logits = network(xb)
+        return nn.functional.binary_cross_entropy_with_logits(logits, yb)
+
+    def _labels_for_epoch(
+        self, epoch: int, network: nn.Module, X: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
+        """Training labels for ``epoch`` (HLC corrects them here); the default keeps them."""
+        return labels
+
+    def _start_fit(self) -> None:
+        """Reset per-fit state kept by subclasses (called before training starts)."""
+
+    # -- validation -------------------------------------------------------------------------------
+    def _check_X(self, X: Any, name: str, *, min_samples: int = 1) -> np.ndarray:
+        try:
+            ndim = X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim
+        except (ValueError, TypeError):  # ragged input: let check_array word the error
+            ndim = None
+        allowed = self._input_ndims
+        expected = ndim if ndim in allowed else allowed[0]
+        try:
+            out = check_array(X, name, ndim=expected, dtype=np.float32, min_samples=min_samples)
+        except ValueError as exc:
+            if ndim not in allowed and len(allowed) > 1:
+                shapes = " or ".join(
+                    "(n_samples, n_features)" if k == 2 else "(n_samples, C, H, W)" for k in allowed
+                )
+                raise ValueError(f"{name} must have shape {shapes}, got {ndim} dimension(s)") from exc
+            raise
+        if out.ndim == 4 and min(out.shape[1:]) < 1:
+            raise ValueError(f"{name} must have non-empty C, H and W, got shape {out.shape}")
+        return out
+
+    def _check_same_input_shape(self, X: np.ndarray, name: str) -> None:
+        if X.shape[1:] != self.input_shape_:
+            if X.ndim == 2 and len(self.input_shape_) == 1:
+                check_n_features(X, name, self.n_features_in_, "features (columns)")
+            raise ValueError(
+                f"{name} has per-sample shape {X.shape[1:]}, but the estimator was fitted with "
+                f"{self.input_shape_}"
+            )
+
+    # -- fit --------------------------------------------------------------------------------------
+    def fit(
+        self,
+        X: Any,
+        Y: Any,
+        *,
+        X_val: Any | None = None,
+        Y_val: Any | None = None,
+    ) -> "NetClassifier":
+        """Train on features ``X`` and (possibly noisy) labels ``Y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) (or (n_samples, C, H, W) where supported)
+            Input features, finite floats.
+        Y : array-like of shape (n_samples, n_labels)
+            0/1 training labels (the noisy ones, in the noisy-label setting).
+        X_val, Y_val : array-like, optional
+            A validation set (same per-sample shape / same label count). When given, the weights of
+            the epoch with the best validation micro-F1 (threshold 0.5) are kept, as in the paper;
+            without it the last epoch's weights are kept.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        if not isinstance(self.verbose, bool):
+            raise ValueError(f"verbose must be True or False, got {self.verbose!r}")
+        X = self._check_X(X, "X", min_samples=2)
+        Y = check_binary_labels(Y, "Y", min_samples=2)
+        check_same_n_samples(X=X, Y=Y)
+        if (X_val is None) != (Y_val is None):
+            raise ValueError("X_val and Y_val must be given together (or neither)")
+        device = resolve_device(self.device)
+        rng = check_random_state(self.random_state)
+
+        self.input_shape_ = tuple(X.shape[1:])
+        self.n_features_in_ = int(X.shape[1])
+        self.n_labels_ = int(Y.shape[1])
+        if X_val is not None:
+            X_val = self._check_X(X_val, "X_val")
+            self._check_same_input_shape(X_val, "X_val")
+            Y_val = check_binary_labels(Y_val, "Y_val")
+            check_n_features(Y_val, "Y_val", self.n_labels_, "label columns")
+            check_same_n_samples(X_val=X_val, Y_val=Y_val)
+
+        seed = torch_seed_from(rng)
+        self._start_fit()
+        with seeded(seed, device):
+            network = self._build_network(X, self.n_labels_).to(device)
+            self._train(network, X, Y, X_val, Y_val, device, seed)
+        network.eval()
+        self.network_ = network
+        self.trunk_ = network.trunk
+        self.embedding_dim_ = int(network.embedding_dim)
+        return self
+
+    def _train(
+        self,
+        network: nn.Module,
+        X: np.ndarray,
+        Y: np.ndarray,
+        X_val: np.ndarray | None,
+        Y_val: np.ndarray | None,
+        device: torch.device,
+        seed: int,
+    ) -> None:
+        # X stays on the CPU (a spatial-map array may not fit the accelerator); each batch is
+        # gathered by an index tensor and moved, which is far cheaper than a DataLoader.
+        X_t = to_tensor(X, torch.device("cpu"))
+        labels = to_tensor(Y, torch.device("cpu"))
+        Y_val_t = to_tensor(Y_val, torch.device("cpu")) if Y_val is not None else None
+        optimizer = torch.optim.Adam(network.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        shuffle = torch.Generator().manual_seed(seed)
+        n = len(X)
+
+        history: dict[str, list[float]] = {"train_loss": []}
+        if Y_val is not None:
+            history["val_micro_f1"] = []
+        best_f1, best_state, best_epoch = -1.0, None, self.epochs - 1
+        self.history_ = history
+        for epoch in range(self.epochs):
+            labels = self._labels_for_epoch(epoch, network, X_t, labels)
+            network.train()
+            total = torch.zeros((), device=device)
+            for idx in batch_indices(n, self.batch_size, shuffle):
+                xb = X_t[idx].to(device, non_blocking=True)
+                yb = labels[idx].to(device, non_blocking=True)
+                loss = self._batch_loss(network, xb, yb)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                total += loss.detach() * len(idx)
+            history["train_loss"].append(float(total) / n)
+            message = f"epoch {epoch + 1}/{self.epochs}  train loss {history['train_loss'][-1]:.4f}"
+            if Y_val_t is not None:
+                probs = self._predict_tensor(network, X_val, device)
+                f1 = micro_f1(probs >= 0.5, Y_val_t)
+                history["val_micro_f1"].append(f1)
+                message += f"  val micro-F1 {f1:.4f}"
+                if f1 > best_f1:
+                    best_f1, best_epoch = f1, epoch
+                    best_state = {k: v.detach().clone() for k, v in network.state_dict().items()}
+            if self.verbose:
+                print(f"[{type(self).__name__}] {message}", file=sys.stderr)
+        if best_state is not None:
+            network.load_state_dict(best_state)
+        self.best_epoch_ = best_epoch
+
+    # -- predict ----------------------------------------------------------------------------------
+    @torch.no_grad()
+    def _predict_tensor(
+        self, network: nn.Module, X: np.ndarray | torch.Tensor, device: torch.device
+    ) -> torch.Tensor:
+        """Sigmoid probabilities (n, L) as a CPU float32 tensor, computed batch by batch."""
+        was_training = network.training
+        network.eval()
+        X_t = X if isinstance(X, torch.Tensor) else to_tensor(X, torch.device("cpu"))
+        out = [
+            torch.sigmoid(network(X_t[idx].to(device))).float().cpu()
+            for idx in batch_indices(len(X_t), self._predict_batch_size(), None)
+        ]
+        network.train(was_training)
+        return torch.cat(out)
+
+    def _predict_batch_size(self) -> int:
+        # no gradients at prediction time, so bigger batches than in training are cheap
+        return max(int(self.batch_size), 256)
+
+    def _check_predict_input(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "network_")
+        X = self._check_X(X, "X")
+        self._check_same_input_shape(X, "X")
+        return X
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Per-label probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...) with the per-sample shape seen in ``fit``
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_labels), float32 in [0, 1]
+            Entry (i, k) is the predicted probability that label k applies to sample i.
+        """
+        X = self._check_predict_input(X)
+        device = next(self.network_.parameters()).device
+        return self._predict_tensor(self.network_, X, device).numpy()
+
+    def predict(self, X: Any, threshold: float = 0.5) -> np.ndarray:
+        """0/1 predictions (n_samples, n_labels), int64: probability >= ``threshold``."""
+        check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0)
+        return (self.predict_proba(X) >= threshold).astype(np.int64)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor parameters (scikit-learn style)."""
+        import inspect
+
+        names = [
+            p for p in inspect.signature(type(self).__init__).parameters if p != "self"
+        ]
+        return {name: getattr(self, name) for name in names}

@@ -1,0 +1,240 @@
+"""Tests of the base classifiers (lsnpc.classifiers): learning, trunk, checkpointing, determinism,
+input validation, and quality on the real MULAN scene data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lsnpc._validation import NotFittedError
+from lsnpc.classifiers import MLPClassifier
+from tests.conftest import make_toy_multilabel
+
+
+def micro_f1(Y: np.ndarray, P: np.ndarray) -> float:
+    tp = int((Y & P).sum())
+    return 2 * tp / (2 * tp + int(((1 - Y) & P).sum()) + int((Y & (1 - P)).sum()))
+
+
+def macro_f1(Y: np.ndarray, P: np.ndarray) -> float:
+    return float(np.mean([micro_f1(Y[:, [k]], P[:, [k]]) for k in range(Y.shape[1])]))
+
+
+def fast_mlp(**kw) -> MLPClassifier:
+    params = dict(hidden_dims=(32,), epochs=15, batch_size=64, lr=3e-3, random_state=0)
+    params.update(kw)
+    return MLPClassifier(**params)
+
+
+FACTORIES = {"mlp": fast_mlp}
+
+
+@pytest.fixture(scope="module")
+def toy_split():
+    X, Y = make_toy_multilabel(n=700, d=10, n_labels=4, seed=1)
+    return X[:400], Y[:400], X[400:550], Y[400:550], X[550:], Y[550:]
+
+
+@pytest.fixture(scope="module", params=sorted(FACTORIES))
+def fitted(request, toy_split):
+    Xtr, Ytr, Xva, Yva, _, _ = toy_split
+    clf = FACTORIES[request.param]().fit(Xtr, Ytr, X_val=Xva, Y_val=Yva)
+    return request.param, clf
+
+
+# ---------------------------------------------------------------------------- shared behaviour
+def test_learns_separable_problem_well_above_chance(fitted, toy_split):
+    _, clf = fitted
+    *_, Xte, Yte = toy_split
+    proba = clf.predict_proba(Xte)
+    assert proba.shape == Yte.shape and proba.dtype == np.float32
+    assert proba.min() >= 0.0 and proba.max() <= 1.0
+    # predicting every label positive gives micro-F1 ~ 0.46 here (30% positives)
+    assert micro_f1(Yte, clf.predict(Xte)) > 0.75
+
+
+def test_predict_is_thresholded_proba(fitted, toy_split):
+    _, clf = fitted
+    X = toy_split[4]
+    proba = clf.predict_proba(X)
+    np.testing.assert_array_equal(clf.predict(X, threshold=0.3), (proba >= 0.3).astype(np.int64))
+    assert clf.predict(X).dtype == np.int64
+
+
+def test_trunk_maps_X_to_embedding(fitted, toy_split):
+    _, clf = fitted
+    X = toy_split[4]
+    with torch.no_grad():
+        emb = clf.trunk_(torch.as_tensor(X))
+    assert emb.shape == (len(X), clf.embedding_dim_)
+    assert torch.isfinite(emb).all()
+    assert clf.n_features_in_ == X.shape[1] and clf.n_labels_ == 4
+
+
+def test_validation_checkpoint_is_recorded_best_epoch(fitted, toy_split):
+    _, clf = fitted
+    _, _, Xva, Yva, _, _ = toy_split
+    f1s = clf.history_["val_micro_f1"]
+    assert len(f1s) == len(clf.history_["train_loss"]) == clf.epochs
+    assert clf.best_epoch_ == int(np.argmax(f1s))
+    # the kept weights are those of the best epoch: they reproduce its recorded score
+    assert micro_f1(Yva, clf.predict(Xva)) == pytest.approx(f1s[clf.best_epoch_], abs=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_without_validation_keeps_last_epoch(name, toy_split):
+    Xtr, Ytr = toy_split[:2]
+    clf = FACTORIES[name](epochs=3).fit(Xtr[:120], Ytr[:120])
+    assert clf.best_epoch_ == 2
+    assert "val_micro_f1" not in clf.history_
+    assert len(clf.history_["train_loss"]) == 3
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_same_random_state_gives_identical_predictions(name, toy_split):
+    Xtr, Ytr = toy_split[0][:150], toy_split[1][:150]
+    Xte = toy_split[4]
+    a = FACTORIES[name](epochs=3, random_state=7).fit(Xtr, Ytr).predict_proba(Xte)
+    torch.manual_seed(123)  # the global RNG state must not matter
+    b = FACTORIES[name](epochs=3, random_state=7).fit(Xtr, Ytr).predict_proba(Xte)
+    c = FACTORIES[name](epochs=3, random_state=8).fit(Xtr, Ytr).predict_proba(Xte)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_fit_leaves_global_rng_alone(name, toy_split):
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    FACTORIES[name](epochs=1).fit(toy_split[0][:50], toy_split[1][:50])
+    np.testing.assert_array_equal(torch.rand(3).numpy(), expected.numpy())
+
+
+def bad_fit_inputs(X, Y):
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    Xi = X.copy()
+    Xi[1, 1] = np.inf
+    Y2 = Y.copy()
+    Y2[0, 0] = 2
+    return {
+        "n_mismatch": (dict(X=X, Y=Y[:-1]), "same number of samples"),
+        "nan_X": (dict(X=Xn, Y=Y), "NaN or infinite"),
+        "inf_X": (dict(X=Xi, Y=Y), "NaN or infinite"),
+        "labels_not_binary": (dict(X=X, Y=Y2), "0/1"),
+        "one_sample": (dict(X=X[:1], Y=Y[:1]), "at least 2"),
+        "X_1d": (dict(X=X[:, 0], Y=Y), "X"),
+        "Y_1d": (dict(X=X, Y=Y[:, 0]), "Y"),
+        "X_val_without_Y_val": (dict(X=X, Y=Y, X_val=X), "together"),
+        "X_val_wrong_d": (dict(X=X, Y=Y, X_val=X[:, :-1], Y_val=Y), "X_val"),
+        "Y_val_wrong_L": (dict(X=X, Y=Y, X_val=X, Y_val=Y[:, :-1]), "Y_val"),
+        "val_n_mismatch": (dict(X=X, Y=Y, X_val=X[:-1], Y_val=Y), "same number of samples"),
+        "Y_val_not_binary": (dict(X=X, Y=Y, X_val=X, Y_val=Y2), "Y_val"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize(
+    "case", sorted(bad_fit_inputs(np.zeros((4, 3), np.float32), np.zeros((4, 2), int)))
+)
+def test_bad_fit_input_raises_naming_it(name, case):
+    X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
+    kwargs, match = bad_fit_inputs(X, Y)[case]
+    with pytest.raises(ValueError, match=match):
+        FACTORIES[name](epochs=1).fit(kwargs.pop("X"), kwargs.pop("Y"), **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_predict_before_fit_and_with_wrong_d(name, toy_split):
+    clf = FACTORIES[name](epochs=1)
+    X = toy_split[0][:30]
+    with pytest.raises(NotFittedError):
+        clf.predict_proba(X)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    clf.fit(X, toy_split[1][:30])
+    with pytest.raises(ValueError, match="fitted with"):
+        clf.predict_proba(X[:, :-1])
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict_proba(np.full_like(X, np.nan))
+    with pytest.raises(ValueError, match="threshold"):
+        clf.predict(X, threshold=1.5)
+
+
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("epochs", 0),
+        ("batch_size", 0),
+        ("lr", 0.0),
+        ("weight_decay", -1.0),
+        ("standardize", "yes"),
+        ("device", "tpu"),
+        ("random_state", -1),
+        ("verbose", "loud"),
+    ],
+)
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_bad_hyperparameter_raises_naming_it(name, param, value):
+    X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
+    with pytest.raises(ValueError, match=param):
+        FACTORIES[name](**{param: value}).fit(X, Y)
+
+
+# ---------------------------------------------------------------------------- MLPClassifier
+def test_mlp_linear_trunk_is_standardisation():
+    X, Y = make_toy_multilabel(n=80, d=6, n_labels=3, seed=2)
+    X = X * 5 + 3
+    clf = MLPClassifier(hidden_dims=(), epochs=2, random_state=0).fit(X, Y)
+    assert clf.embedding_dim_ == 6
+    with torch.no_grad():
+        Z = clf.trunk_(torch.as_tensor(X)).numpy()
+    np.testing.assert_allclose(Z.mean(0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(Z.std(0), 1.0, atol=1e-4)
+
+
+def test_mlp_trunk_maps_raw_X_without_standardize():
+    X, Y = make_toy_multilabel(n=40, d=6, n_labels=3, seed=2)
+    clf = MLPClassifier(hidden_dims=(), standardize=False, epochs=1, random_state=0).fit(X, Y)
+    with torch.no_grad():
+        np.testing.assert_array_equal(clf.trunk_(torch.as_tensor(X)).numpy(), X)
+
+
+@pytest.mark.parametrize(
+    "param, value", [("hidden_dims", (8, 0)), ("hidden_dims", "64"), ("dropout", 1.0)]
+)
+def test_mlp_bad_architecture_raises(param, value):
+    X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
+    with pytest.raises(ValueError, match=param.split("_")[0]):
+        MLPClassifier(**{param: value}).fit(X, Y)
+
+
+def test_mlp_verbose_prints_epochs(capsys):
+    X, Y = make_toy_multilabel(n=40, d=6, n_labels=3, seed=0)
+    MLPClassifier(epochs=2, verbose=True, random_state=0).fit(X, Y, X_val=X, Y_val=Y)
+    err = capsys.readouterr().err
+    assert "epoch 2/2" in err and "val micro-F1" in err
+
+
+# ---------------------------------------------------------------------------- real data
+def load_scene(shared_data):
+    arff = pytest.importorskip("arff")
+
+    def load(path):
+        with open(path) as handle:
+            data = np.array(arff.load(handle)["data"], dtype=np.float32)
+        return data[:, :294], data[:, 294:].astype(np.int64)
+
+    folder = shared_data / "scene"
+    return (*load(folder / "scene-train.arff"), *load(folder / "scene-test.arff"))
+
+
+@pytest.mark.slow
+def test_mlp_reaches_paper_level_micro_f1_on_scene(shared_data):
+    Xtr, Ytr, Xte, Yte = load_scene(shared_data)
+    clf = MLPClassifier(random_state=0).fit(Xtr, Ytr)
+    P = clf.predict(Xte)
+    assert micro_f1(Yte, P) >= 0.70
+    assert macro_f1(Yte, P) >= 0.70
