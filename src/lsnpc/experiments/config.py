@@ -1,0 +1,372 @@
+"""Experiment configs: a YAML file describing a grid, validated into frozen dataclasses.
+
+A config names the data sets, the noise settings, the base classifiers, the post-processors and the
+seeds; the grid is their product (see :mod:`lsnpc.experiments.grid`). Every validation error is a
+:class:`ConfigError` (a ``ValueError``) whose message starts with the path of the offending field,
+e.g. ``post_processors[2].name: must be one of ...``.
+
+Example
+-------
+.. code-block:: yaml
+
+    name: smoke
+    seeds: 2                      # or a list: [0, 1]
+    device: cpu
+    datasets:
+      - name: synthetic
+        max_train: 400            # subsample (after the paper split) to keep runs short
+    noise:                        # a list of {kind, rate}, or kinds x rates:
+      kinds: [symmetric, pairflip]
+      rates: [0.0, 0.3]           # rate 0 is one clean setting, whatever the kind
+    classifiers:
+      - name: mlp
+        params: {epochs: 5}
+    post_processors:
+      - none
+      - knn
+      - name: lsnpc
+        params: {epochs: 2}
+      - name: lsnpc
+        sweep: {nu0: [2.01, 3], nu: [2.01, learned]}   # one post-processor per combination
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "ConfigError",
+    "DatasetSpec",
+    "NoiseSpec",
+    "ComponentSpec",
+    "ExperimentConfig",
+    "NOISE_KINDS",
+    "CLASSIFIERS",
+    "POST_PROCESSORS",
+    "load_config",
+    "parse_config",
+]
+
+NOISE_KINDS = ("symmetric", "pairflip")
+CLASSIFIERS = ("mlp", "addgcn", "hlc")
+# none = the base classifier's own probabilities; lsnpc = unsupervised (no clean label anywhere);
+# lsnpc-semi = the clean set (val1) joins training; gauss / learned-nu = the latent ablations;
+# lsnpc-paper = LSNPC.paper() (the authors' recipe, checkpoint chosen on clean validation labels).
+POST_PROCESSORS = ("none", "knn", "npc", "lsnpc", "lsnpc-semi", "gauss", "learned-nu", "lsnpc-paper")
+
+_DATASET_KEYS = {
+    "name", "data_home", "encoder", "batch_size", "cache_dir", "max_train", "max_test", "overrides",
+}
+_TOP_KEYS = {"name", "description", "seeds", "device", "datasets", "noise", "classifiers",
+             "post_processors"}
+
+
+class ConfigError(ValueError):
+    """An experiment config is invalid; the message names the field."""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One data set of the grid.
+
+    Attributes
+    ----------
+    name : str
+        A name known to :func:`lsnpc.data.load_dataset` (``synthetic``, ``scene``, ``goemotions``...).
+    data_home : str or None
+        Where the data lives (None: the library's default data home).
+    encoder : str or None
+        Frozen feature encoder for text or image sets (e.g. ``all-MiniLM-L6-v2``, ``resnet50``);
+        ignored for feature sets.
+    batch_size : int
+        Batch size of the feature encoder.
+    cache_dir : str or None
+        Feature cache directory (None: the features module's default).
+    max_train, max_test : int or None
+        Keep at most this many training / test samples (a seeded subsample), to bound run time.
+    overrides : dict
+        Per-component hyper-parameters for this data set only: ``{component name or label: {param:
+        value}}``; they update the component's own ``params``.
+    """
+
+    name: str
+    data_home: str | None = None
+    encoder: str | None = None
+    batch_size: int = 256
+    cache_dir: str | None = None
+    max_train: int | None = None
+    max_test: int | None = None
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "data_home": self.data_home, "encoder": self.encoder,
+            "batch_size": self.batch_size, "cache_dir": self.cache_dir,
+            "max_train": self.max_train, "max_test": self.max_test,
+            "overrides": {k: dict(v) for k, v in self.overrides.items()},
+        }
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """One noise setting: ``kind`` in :data:`NOISE_KINDS` and ``rate`` in [0, 1)."""
+
+    kind: str
+    rate: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rate": self.rate}
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """A base classifier or a post-processor: its ``name``, a display ``label`` and ``params``."""
+
+    name: str
+    label: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "label": self.label, "params": dict(self.params)}
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated experiment grid (see the module docstring for the YAML form)."""
+
+    name: str
+    seeds: tuple[int, ...]
+    datasets: tuple[DatasetSpec, ...]
+    noise: tuple[NoiseSpec, ...]
+    classifiers: tuple[ComponentSpec, ...]
+    post_processors: tuple[ComponentSpec, ...]
+    device: str = "cpu"
+    description: str = ""
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a YAML experiment config.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ConfigError
+        If the YAML is malformed or a field is invalid (the message names the field).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    return parse_config(raw, default_name=path.stem)
+
+
+def parse_config(raw: Any, *, default_name: str = "experiment") -> ExperimentConfig:
+    """Validate a config already parsed into Python objects (dicts, lists, scalars)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"config: must be a mapping of fields, got {type(raw).__name__}")
+    _no_unknown(raw, _TOP_KEYS, "config")
+    for key in ("datasets", "noise", "classifiers", "post_processors"):
+        if key not in raw:
+            raise ConfigError(f"{key}: required field is missing")
+    name = raw.get("name", default_name)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"name: must be a non-empty string, got {name!r}")
+    device = raw.get("device", "cpu")
+    if not isinstance(device, str):
+        raise ConfigError(f"device: must be a string such as 'cpu' or 'cuda', got {device!r}")
+    datasets = tuple(
+        _parse_dataset(item, f"datasets[{i}]") for i, item in enumerate(_seq(raw["datasets"], "datasets"))
+    )
+    _unique([d.name for d in datasets], "datasets", "name")
+    classifiers = tuple(
+        c for i, item in enumerate(_seq(raw["classifiers"], "classifiers"))
+        for c in _parse_component(item, f"classifiers[{i}]", CLASSIFIERS)
+    )
+    _unique([c.label for c in classifiers], "classifiers", "label")
+    processors = tuple(
+        p for i, item in enumerate(_seq(raw["post_processors"], "post_processors"))
+        for p in _parse_component(item, f"post_processors[{i}]", POST_PROCESSORS)
+    )
+    _unique([p.label for p in processors], "post_processors", "label")
+    return ExperimentConfig(
+        name=name,
+        description=str(raw.get("description", "")),
+        seeds=_parse_seeds(raw.get("seeds", 1)),
+        device=device,
+        datasets=datasets,
+        noise=_parse_noise(raw["noise"]),
+        classifiers=classifiers,
+        post_processors=processors,
+    )
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _no_unknown(raw: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+def _seq(value: Any, where: str) -> Sequence[Any]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{where}: must be a non-empty list, got {value!r}")
+    return value
+
+
+def _unique(values: list[str], where: str, what: str) -> None:
+    seen: set[str] = set()
+    for i, v in enumerate(values):
+        if v in seen:
+            raise ConfigError(f"{where}[{i}].{what}: duplicate {what} {v!r} (give each a distinct label)")
+        seen.add(v)
+
+
+def _positive_int(value: Any, where: str, *, allow_none: bool = True) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: must be a positive integer, got {value!r}")
+    return value
+
+
+def _parse_seeds(value: Any) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ConfigError(f"seeds: an integer means 'this many seeds' and must be >= 1, got {value}")
+        return tuple(range(value))
+    if isinstance(value, list) and value:
+        for i, s in enumerate(value):
+            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+                raise ConfigError(f"seeds[{i}]: must be a non-negative integer, got {s!r}")
+        if len(set(value)) != len(value):
+            raise ConfigError(f"seeds: must not repeat a seed, got {value}")
+        return tuple(value)
+    raise ConfigError(f"seeds: must be a positive integer or a non-empty list of integers, got {value!r}")
+
+
+def _parse_dataset(item: Any, where: str) -> DatasetSpec:
+    if isinstance(item, str):
+        item = {"name": item}
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{where}: must be a data set name or a mapping, got {item!r}")
+    _no_unknown(item, _DATASET_KEYS, where)
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}.name: must be a non-empty string, got {name!r}")
+    for key in ("data_home", "encoder", "cache_dir"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise ConfigError(f"{where}.{key}: must be a string, got {item[key]!r}")
+    overrides = item.get("overrides", {}) or {}
+    if not isinstance(overrides, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, Mapping) for k, v in overrides.items()
+    ):
+        raise ConfigError(
+            f"{where}.overrides: must map a component name or label to a mapping of parameters, "
+            f"got {overrides!r}"
+        )
+    return DatasetSpec(
+        name=name,
+        data_home=item.get("data_home"),
+        encoder=item.get("encoder"),
+        batch_size=_positive_int(item.get("batch_size", 256), f"{where}.batch_size", allow_none=False),
+        cache_dir=item.get("cache_dir"),
+        max_train=_positive_int(item.get("max_train"), f"{where}.max_train"),
+        max_test=_positive_int(item.get("max_test"), f"{where}.max_test"),
+        overrides={k: dict(v) for k, v in overrides.items()},
+    )
+
+
+def _parse_rate(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0.0 <= value < 1.0):
+        raise ConfigError(f"{where}: must be a number in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _parse_kind(value: Any, where: str) -> str:
+    if value not in NOISE_KINDS:
+        raise ConfigError(f"{where}: must be one of {', '.join(NOISE_KINDS)}; got {value!r}")
+    return value
+
+
+def _parse_noise(value: Any) -> tuple[NoiseSpec, ...]:
+    specs: list[NoiseSpec] = []
+    if isinstance(value, Mapping):
+        _no_unknown(value, {"kinds", "rates"}, "noise")
+        kinds = [_parse_kind(k, f"noise.kinds[{i}]") for i, k in enumerate(_seq(value.get("kinds"), "noise.kinds"))]
+        rates = [_parse_rate(r, f"noise.rates[{i}]") for i, r in enumerate(_seq(value.get("rates"), "noise.rates"))]
+        specs = [NoiseSpec(k, r) for r in rates for k in kinds]
+    else:
+        for i, item in enumerate(_seq(value, "noise")):
+            if not isinstance(item, Mapping):
+                raise ConfigError(f"noise[{i}]: must be a mapping {{kind, rate}}, got {item!r}")
+            _no_unknown(item, {"kind", "rate"}, f"noise[{i}]")
+            specs.append(NoiseSpec(_parse_kind(item.get("kind"), f"noise[{i}].kind"),
+                                   _parse_rate(item.get("rate"), f"noise[{i}].rate")))
+    # Rate 0 leaves labels untouched whatever the kind: keep one clean setting (under the first
+    # kind listed, as the paper's Table 3 prints 0% once) so it is not trained twice.
+    out: list[NoiseSpec] = []
+    clean_seen = False
+    for spec in specs:
+        if spec.rate == 0.0:
+            if clean_seen:
+                continue
+            clean_seen = True
+        if spec not in out:
+            out.append(spec)
+    return tuple(out)
+
+
+def _format_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _parse_component(item: Any, where: str, choices: Sequence[str]) -> list[ComponentSpec]:
+    if isinstance(item, str):
+        item = {"name": item}
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{where}: must be a name or a mapping {{name, label, params, sweep}}, got {item!r}")
+    _no_unknown(item, {"name", "label", "params", "sweep"}, where)
+    name = item.get("name")
+    if name not in choices:
+        raise ConfigError(f"{where}.name: must be one of {', '.join(choices)}; got {name!r}")
+    params = item.get("params", {}) or {}
+    if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+        raise ConfigError(f"{where}.params: must be a mapping of parameter names to values, got {params!r}")
+    for key, val in params.items():
+        if isinstance(val, float) and not math.isfinite(val):
+            raise ConfigError(f"{where}.params.{key}: must be finite, got {val!r}")
+    label = item.get("label", name)
+    if not isinstance(label, str) or not label:
+        raise ConfigError(f"{where}.label: must be a non-empty string, got {label!r}")
+    sweep = item.get("sweep")
+    if sweep is None:
+        return [ComponentSpec(name=name, label=label, params=dict(params))]
+    if not isinstance(sweep, Mapping) or not sweep:
+        raise ConfigError(f"{where}.sweep: must map parameter names to lists of values, got {sweep!r}")
+    keys = list(sweep)
+    for key in keys:
+        if not isinstance(sweep[key], list) or not sweep[key]:
+            raise ConfigError(f"{where}.sweep.{key}: must be a non-empty list of values, got {sweep[key]!r}")
+    out = []
+    for combo in itertools.product(*(sweep[k] for k in keys)):
+        values = dict(zip(keys, combo, strict=True))
+        suffix = ",".join(f"{k}={_format_value(v)}" for k, v in values.items())
+        out.append(ComponentSpec(name=name, label=f"{label}[{suffix}]", params={**params, **values}))
+    return out

@@ -1,0 +1,172 @@
+"""PNG figures for a report (matplotlib, Agg backend: no display needed).
+
+- F1 against noise rate, one line per post-processor, error bars = std over seeds
+  (one figure per data set × noise kind × classifier; the clean rate-0 runs appear on every kind).
+- The ν0 × ν sensitivity heat map (runs whose post-processor params name ``nu0`` and ``nu``, or a
+  learned ν), like the paper's Figure 3.
+- Training curves from the post-processors' recorded ``history`` (first seed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from lsnpc._io import atomic_path
+
+__all__ = ["draw_all", "plot_f1_vs_noise", "plot_sensitivity", "plot_histories"]
+
+MAX_HISTORY_FIGURES = 12
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _slug(*parts: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "_".join(str(p) for p in parts)).strip("_")
+
+
+def _save(fig: Any, path: Path) -> None:
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=110)
+
+
+def plot_f1_vs_noise(df: Any, out_dir: Path) -> list[Path]:
+    """F1 (micro and macro) against noise rate per post-processor; returns the PNG paths."""
+    import pandas as pd
+
+    plt = _pyplot()
+    paths = []
+    clean = df[df["noise_rate"] == 0]
+    for (dataset, kind, clf), sub in df[df["noise_rate"] > 0].groupby(["dataset", "noise_kind", "classifier"]):
+        sub = pd.concat([sub, clean[(clean["dataset"] == dataset) & (clean["classifier"] == clf)]])
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+        for ax, metric in zip(axes, ("micro_f1", "macro_f1"), strict=True):
+            for proc, rows in sub.groupby("processor"):
+                agg = rows.groupby("noise_rate")[metric].agg(["mean", "std"]).fillna(0.0)
+                ax.errorbar(100 * agg.index, 100 * agg["mean"], yerr=100 * agg["std"], marker="o",
+                            capsize=3, label=proc)
+            ax.set_xlabel("noise rate (%)")
+            ax.set_ylabel(f"{metric.replace('_', '-')} (%)")
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.suptitle(f"{dataset}, {kind} noise, base {clf}")
+        path = out_dir / f"f1_vs_noise_{_slug(dataset, kind, clf)}.png"
+        _save(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def _nu_values(params_json: str) -> tuple[str, str] | None:
+    params = json.loads(params_json) if isinstance(params_json, str) else {}
+    if "nu0" not in params:
+        return None
+    nu = "learned" if params.get("nu") == "learned" or params.get("latent") == "learned" else params.get("nu", 2.01)
+    return (f"{params['nu0']:g}" if isinstance(params["nu0"], (int, float)) else str(params["nu0"]),
+            nu if isinstance(nu, str) else f"{nu:g}")
+
+
+def _sort_nu(values: set[str]) -> list[str]:
+    return sorted(values, key=lambda v: (math.inf if not v.replace(".", "", 1).isdigit() else float(v)))
+
+
+def plot_sensitivity(df: Any, out_dir: Path) -> list[Path]:
+    """ν0 × ν heat maps of mean micro- and macro-F1 (one figure per setting); PNG paths."""
+    plt = _pyplot()
+    nus = df["processor_params"].map(_nu_values)
+    sens = df[nus.notna()].assign(nu0=nus[nus.notna()].map(lambda t: t[0]),
+                                  nu=nus[nus.notna()].map(lambda t: t[1]))
+    paths = []
+    for (dataset, kind, rate, clf), sub in sens.groupby(["dataset", "noise_kind", "noise_rate", "classifier"]):
+        nu0s, nu_s = _sort_nu(set(sub["nu0"])), _sort_nu(set(sub["nu"]))
+        if len(nu0s) * len(nu_s) < 2:
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), constrained_layout=True)
+        for ax, metric in zip(axes, ("micro_f1", "macro_f1"), strict=True):
+            means = sub.groupby(["nu0", "nu"])[metric].mean()
+            grid = [[100 * means.get((a, b), math.nan) for b in nu_s] for a in nu0s]
+            image = ax.imshow(grid, cmap="viridis", aspect="auto")
+            for i, row in enumerate(grid):
+                for j, v in enumerate(row):
+                    if not math.isnan(v):
+                        ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="w", fontsize=8)
+            ax.set_xticks(range(len(nu_s)), nu_s)
+            ax.set_yticks(range(len(nu0s)), nu0s)
+            ax.set_xlabel("ν")
+            ax.set_ylabel("ν0")
+            ax.set_title(metric.replace("_", "-") + " (%)")
+            fig.colorbar(image, ax=ax)
+        fig.suptitle(f"sensitivity: {dataset}, {kind} {100 * rate:g}%, base {clf}")
+        path = out_dir / f"sensitivity_{_slug(dataset, kind, rate, clf)}.png"
+        _save(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def _history_series(history: Any) -> dict[str, list[float]]:
+    """Numeric series of a history: a list of per-epoch dicts or a dict of lists."""
+    series: dict[str, list[float]] = {}
+    if isinstance(history, dict):
+        for key, values in history.items():
+            if isinstance(values, list) and values and all(isinstance(v, (int, float)) or v is None for v in values):
+                series[key] = [math.nan if v is None else float(v) for v in values]
+    elif isinstance(history, list):
+        keys = [k for k in (history[0] if history and isinstance(history[0], dict) else {})
+                if k != "epoch"]
+        for key in keys:
+            vals = [row.get(key) if isinstance(row, dict) else None for row in history]
+            if all(isinstance(v, (int, float)) or v is None for v in vals):
+                series[key] = [math.nan if v is None else float(v) for v in vals]
+    return {k: v for k, v in series.items() if k != "epoch"}
+
+
+def plot_histories(df: Any, out_dir: Path) -> list[Path]:
+    """Training curves (first seed) per data set, classifier and post-processor; PNG paths."""
+    if "history" not in df.columns:
+        return []
+    plt = _pyplot()
+    paths = []
+    rows = df[df["history"].notna()].sort_values("seed")
+    for (dataset, clf, proc), sub in rows.groupby(["dataset", "classifier", "processor"]):
+        if len(paths) >= MAX_HISTORY_FIGURES:
+            break
+        first_seed = sub[sub["seed"] == sub["seed"].min()]
+        curves = [(f"{r.noise_kind} {100 * r.noise_rate:g}%", _history_series(r.history))
+                  for r in first_seed.itertuples()]
+        keys = sorted({k for _, s in curves for k in s})[:4]
+        if not keys:
+            continue
+        fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.5), constrained_layout=True,
+                                 squeeze=False)
+        for ax, key in zip(axes[0], keys, strict=True):
+            for label, series in curves:
+                if key in series:
+                    ax.plot(range(1, len(series[key]) + 1), series[key], label=label)
+            ax.set_xlabel("epoch")
+            ax.set_title(key)
+            ax.grid(alpha=0.3)
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(f"training: {dataset}, base {clf}, {proc}")
+        path = out_dir / f"history_{_slug(dataset, clf, proc)}.png"
+        _save(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def draw_all(df: Any, out_dir: str | Path) -> list[Path]:
+    """Every figure that the results support; returns the PNG paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [*plot_f1_vs_noise(df, out), *plot_sensitivity(df, out), *plot_histories(df, out)]

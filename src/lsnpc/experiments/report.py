@@ -1,0 +1,222 @@
+"""Reports from a results store: tables in the style of the paper's Table 3, in Markdown and HTML.
+
+Each table has one block per base classifier, and inside it one block of rows per noise rate with
+one row per post-processor; columns are (data set, noise kind) × (macro-F1, micro-F1). A cell is
+``mean ± std`` over seeds in percent, then the change against the base model (the ``none``
+post-processor of the same classifier and setting) in brackets; the best mean of each
+(classifier, rate, column) is bold.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+from lsnpc._io import atomic_write_text
+from lsnpc.experiments.config import POST_PROCESSORS
+
+__all__ = ["summary_table", "format_markdown", "format_html", "write_report", "DEFAULT_METRICS"]
+
+DEFAULT_METRICS = ("macro_f1", "micro_f1")
+METRIC_TITLES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "map": "mAP", "lrap": "LRAP",
+                 "hamming_loss": "Hamming loss", "ranking_loss": "ranking loss",
+                 "one_error": "one-error", "coverage": "coverage", "subset_accuracy": "subset acc."}
+# Metrics where smaller is better (bold goes to the minimum).
+LOWER_IS_BETTER = {"hamming_loss", "ranking_loss", "one_error", "coverage"}
+BASE = "none"
+
+
+def _processor_order(labels: list[str]) -> list[str]:
+    def key(label: str) -> tuple[int, str]:
+        name = label.split("[", 1)[0]
+        return (POST_PROCESSORS.index(name) if name in POST_PROCESSORS else len(POST_PROCESSORS), label)
+
+    return sorted(labels, key=key)
+
+
+def summary_table(df: Any, metrics: tuple[str, ...] = DEFAULT_METRICS) -> Any:
+    """Aggregate runs over seeds.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per run (:func:`lsnpc.experiments.load_results`).
+    metrics : tuple of str
+        Metric columns to aggregate.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long form, one row per (classifier, noise_rate, dataset, noise_kind, processor, metric), with
+        ``mean``, ``std`` (sample std, 0 for one seed), ``n`` (seeds) and ``delta`` (mean minus the
+        base model's mean for the same setting; NaN when no base run exists).
+    """
+    import pandas as pd
+
+    missing = [m for m in metrics if m not in df.columns]
+    if missing:
+        raise ValueError(f"metrics {missing} are not in the results (columns: {sorted(df.columns)})")
+    keys = ["classifier", "noise_rate", "dataset", "noise_kind", "processor"]
+    long = df.melt(id_vars=keys, value_vars=list(metrics), var_name="metric", value_name="value")
+    agg = (long.groupby([*keys, "metric"], dropna=False)["value"]
+           .agg(mean="mean", std="std", n="count").reset_index())
+    agg["std"] = agg["std"].fillna(0.0)
+    base = agg[agg["processor"] == BASE].drop(columns=["processor", "std", "n"])
+    base = base.rename(columns={"mean": "base_mean"})
+    merged = agg.merge(base, on=["classifier", "noise_rate", "dataset", "noise_kind", "metric"], how="left")
+    merged["delta"] = merged["mean"] - merged["base_mean"]
+    return pd.DataFrame(merged.drop(columns=["base_mean"]))
+
+
+def _cell(mean: float, std: float, n: int, delta: float, is_base: bool) -> str:
+    text = f"{100 * mean:.1f}" if n <= 1 else f"{100 * mean:.1f} ± {100 * std:.1f}"
+    if not is_base and not math.isnan(delta):
+        text += f" ({100 * delta:+.1f})"
+    return text
+
+
+def _header(summary: Any, metrics: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    columns = sorted({(d, k) for d, k in zip(summary["dataset"], summary["noise_kind"], strict=True)})
+    return [(d, k, METRIC_TITLES.get(m, m)) for d, k in columns for m in metrics]
+
+
+def _rows(summary: Any, metrics: tuple[str, ...]) -> list[tuple[tuple[str, str, str], list[tuple[str, bool]]]]:
+    columns = sorted({(d, k) for d, k in zip(summary["dataset"], summary["noise_kind"], strict=True)})
+    index = {
+        (r.classifier, r.noise_rate, r.processor, r.dataset, r.noise_kind, r.metric): r
+        for r in summary.itertuples(index=False)
+    }
+    out = []
+    for clf in sorted(summary["classifier"].unique()):
+        sub = summary[summary["classifier"] == clf]
+        for rate in sorted(sub["noise_rate"].unique()):
+            procs = _processor_order(list(sub[sub["noise_rate"] == rate]["processor"].unique()))
+            best: dict[tuple[str, str, str], float] = {}
+            for d, k in columns:
+                for m in metrics:
+                    vals = [index[key].mean for p in procs if (key := (clf, rate, p, d, k, m)) in index]
+                    vals = [v for v in vals if not math.isnan(v)]
+                    if vals:
+                        best[(d, k, m)] = min(vals) if m in LOWER_IS_BETTER else max(vals)
+            for p in procs:
+                cells = []
+                for d, k in columns:
+                    for m in metrics:
+                        r = index.get((clf, rate, p, d, k, m))
+                        if r is None:
+                            cells.append(("", False))
+                            continue
+                        bold = len(procs) > 1 and best.get((d, k, m)) == r.mean
+                        cells.append((_cell(r.mean, r.std, int(r.n), r.delta, p == BASE), bold))
+                out.append(((clf, f"{100 * rate:g}%", p), cells))
+    return out
+
+
+def format_markdown(summary: Any, metrics: tuple[str, ...] = DEFAULT_METRICS) -> str:
+    """The Table-3-style table as GitHub Markdown."""
+    head = _header(summary, metrics)
+    lines = [
+        "| classifier | NR | post-processor | " + " | ".join(f"{d} {k} {m}" for d, k, m in head) + " |",
+        "|---|---|---|" + "---|" * len(head),
+    ]
+    previous: tuple[str, str] = ("", "")
+    for (clf, rate, proc), cells in _rows(summary, metrics):
+        shown_clf = clf if clf != previous[0] else ""
+        shown_rate = rate if (clf, rate) != previous else ""
+        previous = (clf, rate)
+        texts = [f"**{t}**" if bold else t for t, bold in cells]
+        lines.append(f"| {shown_clf} | {shown_rate} | {proc} | " + " | ".join(texts) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def format_html(summary: Any, metrics: tuple[str, ...] = DEFAULT_METRICS) -> str:
+    """The Table-3-style table as an HTML ``<table>`` (two header rows, like the paper)."""
+    head = _header(summary, metrics)
+    esc = html.escape
+    groups: list[tuple[str, int]] = []
+    for d, k, _ in head:
+        label = f"{d} / {k}"
+        if groups and groups[-1][0] == label:
+            groups[-1] = (label, groups[-1][1] + 1)
+        else:
+            groups.append((label, 1))
+    parts = ["<table>", "<thead><tr><th rowspan='2'>classifier</th><th rowspan='2'>NR</th>"
+             "<th rowspan='2'>post-processor</th>"]
+    parts += [f"<th colspan='{n}'>{esc(label)}</th>" for label, n in groups]
+    parts.append("</tr><tr>" + "".join(f"<th>{esc(m)}</th>" for _, _, m in head) + "</tr></thead><tbody>")
+    for (clf, rate, proc), cells in _rows(summary, metrics):
+        tds = "".join(f"<td>{'<b>' + esc(t) + '</b>' if bold else esc(t)}</td>" for t, bold in cells)
+        cls = " class='base'" if proc == BASE else ""
+        parts.append(f"<tr{cls}><td>{esc(clf)}</td><td>{esc(rate)}</td><td>{esc(proc)}</td>{tds}</tr>")
+    parts.append("</tbody></table>")
+    return "\n".join(parts) + "\n"
+
+
+_CSS = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 7px;text-align:center}tr.base{background:#f4f4f4}
+img{max-width:48%;margin:4px}"""
+
+
+def write_report(
+    results_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    metrics: tuple[str, ...] = DEFAULT_METRICS,
+    plots: bool = True,
+) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html``, ``summary.csv`` and PNG plots for a results store.
+
+    Parameters
+    ----------
+    results_dir : path
+        A results store (``runs/*.json``).
+    out_dir : path, optional
+        Where to write (default: ``results_dir/report``).
+    metrics : tuple of str
+        Metrics in the main table (an extra table lists every metric's mean).
+    plots : bool
+        Whether to draw the PNG figures.
+
+    Returns
+    -------
+    dict
+        ``{"markdown": path, "html": path, "csv": path, "plots": [paths]}``.
+    """
+    from lsnpc.experiments.store import load_results
+
+    df = load_results(results_dir, with_history=True)
+    if df.empty:
+        raise ValueError(f"no finished runs in {results_dir}: nothing to report")
+    out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summary_table(df, metrics)
+    pngs: list[Path] = []
+    if plots:
+        from lsnpc.experiments.plots import draw_all
+
+        pngs = draw_all(df, out)
+    atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
+
+    selections = sorted({f"{p}: {s}" for p, s in zip(df["processor"], df["selection"], strict=True)})
+    n_seeds = int(df["seed"].nunique())
+    intro = (f"{len(df)} runs, {n_seeds} seed(s), data sets: {', '.join(sorted(df['dataset'].unique()))}. "
+             f"Cells: mean ± std over seeds in percent, (change against the base model `none`); "
+             f"best mean per block in bold.")
+    version = ", ".join(sorted(df["lsnpc_version"].astype(str).unique())) if "lsnpc_version" in df else "?"
+    md = [f"# lsnpc results: {Path(results_dir).name}", "", intro, "", f"lsnpc version: {version}", "",
+          "## F1 (Table 3 style)", "", format_markdown(summary, metrics),
+          "## Model selection (which labels chose each checkpoint)", ""]
+    md += [f"- {s}" for s in selections]
+    md += ["", "## Figures", ""] + [f"![{p.stem}]({p.name})" for p in pngs]
+    md_path = atomic_write_text(out / "report.md", "\n".join(md) + "\n")
+    body = [f"<h1>lsnpc results: {html.escape(Path(results_dir).name)}</h1>", f"<p>{html.escape(intro)}</p>",
+            f"<p>lsnpc version: {html.escape(version)}</p>", "<h2>F1 (Table 3 style)</h2>",
+            format_html(summary, metrics), "<h2>Model selection</h2><ul>"]
+    body += [f"<li>{html.escape(s)}</li>" for s in selections]
+    body += ["</ul><h2>Figures</h2>"] + [f"<img src='{html.escape(p.name)}' alt='{html.escape(p.stem)}'>" for p in pngs]
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>lsnpc report</title>"
+            f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
+    html_path = atomic_write_text(out / "report.html", page)
+    return {"markdown": md_path, "html": html_path, "csv": out / "summary.csv", "plots": pngs}

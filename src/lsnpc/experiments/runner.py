@@ -1,0 +1,309 @@
+"""Run one group of the grid: data → features → noise → base classifiers → post-processors → metrics.
+
+:func:`run_group` is the unit of work every executor ships. It is a pure function of its
+:class:`~lsnpc.experiments.grid.GroupTask`: every random choice (split, subsample, noise, network
+initialisation) is seeded from the run's seed and a fixed purpose tag, never from global state.
+Each finished run is written to the results store at once, so killing a worker loses only the run
+in progress.
+
+Protocol (the paper's, Section 5.1 and the reference code):
+
+1. the training split is divided by :func:`lsnpc.data.paper_splits` into ``train`` (90 %) and two
+   held-out halves ``val0`` (validation) and ``val1`` (the clean set);
+2. noise corrupts the labels of all three parts; the clean labels of ``val0`` / ``val1`` are kept
+   for the post-processors that are allowed to see them;
+3. each base classifier is trained on the noisy ``train`` labels and picks its epoch on the noisy
+   ``val0`` labels (no clean label reaches a base classifier);
+4. each post-processor is fitted on the classifier's training-set probabilities and evaluated on the
+   test split against clean labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lsnpc.experiments.config import ComponentSpec, DatasetSpec
+from lsnpc.experiments.grid import GroupTask, RunSpec
+from lsnpc.experiments.store import ResultsStore
+
+__all__ = ["GroupResult", "run_group", "derive_seed", "make_classifier", "make_processor",
+           "DEFAULT_ENCODERS"]
+
+DEFAULT_ENCODERS = {"texts": "all-MiniLM-L6-v2", "images": "resnet50"}
+
+# Keys of a post-processor's params that steer the runner rather than the estimator.
+#   clean_set: pass the clean set (val1, clean labels) to fit -> semi-supervised
+#   select_on: "clean" passes val0 with clean labels for model selection; "none" passes nothing
+#   encoder:   "classifier" starts LSNPC's data encoder from the base classifier's trunk
+_RUNNER_KEYS = ("clean_set", "select_on", "encoder")
+_PROCESSOR_DEFAULTS: dict[str, dict[str, Any]] = {
+    "lsnpc": {"clean_set": False, "select_on": "none"},
+    "gauss": {"clean_set": False, "select_on": "none"},
+    "learned-nu": {"clean_set": False, "select_on": "none"},
+    "lsnpc-semi": {"clean_set": True, "select_on": "clean"},
+    "lsnpc-paper": {"clean_set": False, "select_on": "clean"},
+    "knn": {"clean_set": False, "select_on": "none"},
+    "npc": {"clean_set": False, "select_on": "none"},
+    "none": {"clean_set": False, "select_on": "none"},
+}
+
+
+def derive_seed(seed: int, purpose: str) -> int:
+    """A 32-bit seed for one purpose (``"noise"``, ``"split"``...) of run seed ``seed``.
+
+    Hashing keeps the streams independent and stable across Python versions and processes.
+    """
+    digest = hashlib.sha256(f"{seed}:{purpose}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+@dataclass
+class GroupResult:
+    """What a group returns: finished rows, skipped run ids and errors (run id → traceback)."""
+
+    key: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def _features(dataset: Any, spec: DatasetSpec, device: str) -> np.ndarray:
+    """(n, d) float32 features of a loaded data set (frozen encoder for text / image sets)."""
+    if dataset.kind == "features":
+        return np.asarray(dataset.X, dtype=np.float32)
+    from lsnpc.features import extract_features
+
+    encoder = spec.encoder or DEFAULT_ENCODERS.get(dataset.kind)
+    kwargs: dict[str, Any] = {"batch_size": spec.batch_size, "device": device}
+    if spec.cache_dir is not None:
+        kwargs["cache_dir"] = spec.cache_dir
+    return np.asarray(extract_features(dataset, encoder, **kwargs), dtype=np.float32)
+
+
+@dataclass
+class _GroupData:
+    X: dict[str, np.ndarray]          # part -> features; parts: train, val0, val1, test
+    Y_clean: dict[str, np.ndarray]
+    Y_noisy: dict[str, np.ndarray]    # train, val0, val1
+    noise_report: dict[str, Any]
+    n_labels: int
+    time_data_s: float
+
+
+def _subsample(idx: np.ndarray, limit: int | None, seed: int, purpose: str) -> np.ndarray:
+    if limit is None or len(idx) <= limit:
+        return idx
+    rng = np.random.default_rng(derive_seed(seed, purpose))
+    return np.sort(rng.choice(idx, size=limit, replace=False))
+
+
+def _prepare(task: GroupTask) -> _GroupData:
+    from lsnpc.data import load_dataset, paper_splits
+    from lsnpc.noise import simulate_noise
+
+    start = time.perf_counter()
+    spec, seed = task.dataset, task.seed
+    train_set = load_dataset(spec.name, "train", data_home=spec.data_home)
+    test_set = load_dataset(spec.name, "test", data_home=spec.data_home)
+    X_all = _features(train_set, spec, task.device)
+    X_test = _features(test_set, spec, task.device)
+    Y_all = np.asarray(train_set.Y, dtype=np.int64)
+    Y_test = np.asarray(test_set.Y, dtype=np.int64)
+
+    parts = paper_splits(len(Y_all), random_state=derive_seed(seed, "split"))
+    parts = {k: np.asarray(v) for k, v in parts.items()}
+    parts["train"] = _subsample(parts["train"], spec.max_train, seed, "max_train")
+    test_idx = _subsample(np.arange(len(Y_test)), spec.max_test, seed, "max_test")
+
+    # Noise is drawn once over the whole training split, so a run's noisy labels do not depend on
+    # max_train (a subsample just sees fewer of the same noisy rows).
+    if task.noise.rate > 0:
+        Y_noisy_all, report = simulate_noise(
+            Y_all, task.noise.kind, task.noise.rate, random_state=derive_seed(seed, "noise")
+        )
+        noise_report = report.to_dict()
+    else:
+        Y_noisy_all, noise_report = Y_all.copy(), {"kind": task.noise.kind, "rate": 0.0}
+    return _GroupData(
+        X={**{k: X_all[v] for k, v in parts.items()}, "test": X_test[test_idx]},
+        Y_clean={**{k: Y_all[v] for k, v in parts.items()}, "test": Y_test[test_idx]},
+        Y_noisy={k: Y_noisy_all[v] for k, v in parts.items()},
+        noise_report=noise_report,
+        n_labels=int(Y_all.shape[1]),
+        time_data_s=time.perf_counter() - start,
+    )
+
+
+# ----------------------------------------------------------------------------- components
+
+
+def make_classifier(spec: ComponentSpec, *, seed: int, device: str) -> Any:
+    """Build the base classifier named by ``spec`` (``mlp``, ``addgcn`` or ``hlc``)."""
+    from lsnpc import classifiers
+
+    cls = {"mlp": classifiers.MLPClassifier, "addgcn": classifiers.ADDGCN, "hlc": classifiers.HLC}[spec.name]
+    return cls(**dict(spec.params), random_state=derive_seed(seed, "classifier"), device=device)
+
+
+def _split_params(spec: ComponentSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(runner options with defaults filled in, estimator params)."""
+    params = dict(spec.params)
+    options = dict(_PROCESSOR_DEFAULTS[spec.name])
+    for key in _RUNNER_KEYS:
+        if key in params:
+            options[key] = params.pop(key)
+    if options["select_on"] not in ("none", "clean"):
+        raise ValueError(f"post-processor {spec.label!r}: select_on must be 'none' or 'clean', "
+                         f"got {options['select_on']!r}")
+    return options, params
+
+
+def make_processor(spec: ComponentSpec, *, seed: int, device: str, classifier: Any = None) -> Any:
+    """Build the post-processor named by ``spec``; ``None`` for ``none`` (the base model itself)."""
+    options, params = _split_params(spec)
+    random_state = derive_seed(seed, "processor")
+    if spec.name == "none":
+        return None
+    if spec.name == "knn":
+        from lsnpc.baselines import KNNCorrector
+
+        return KNNCorrector(**params, random_state=random_state)
+    if spec.name == "npc":
+        from lsnpc.baselines import NPCCorrector
+
+        return NPCCorrector(**params, random_state=random_state, device=device)
+    from lsnpc.corrector import LSNPC
+
+    if params.get("nu") == "learned":  # the sensitivity grid's "learned" column is the learned-nu latent
+        params.pop("nu")
+        params["latent"] = "learned"
+    if spec.name == "gauss":
+        params.setdefault("latent", "gauss")
+    elif spec.name == "learned-nu":
+        params.setdefault("latent", "learned")
+    if options["encoder"] == "classifier" and classifier is not None:
+        params["encoder"] = classifier.trunk_
+    elif options["encoder"] is not None:
+        raise ValueError(f"post-processor {spec.label!r}: encoder must be 'classifier' or absent, "
+                         f"got {options['encoder']!r}")
+    if spec.name == "lsnpc-paper":
+        return LSNPC.paper(**params, random_state=random_state, device=device)
+    return LSNPC(**params, random_state=random_state, device=device)
+
+
+def _version() -> str:
+    from lsnpc import __version__
+
+    return __version__
+
+
+# ----------------------------------------------------------------------------- the group
+
+
+def _run_processor(run: RunSpec, data: _GroupData, classifier: Any, probs: dict[str, np.ndarray]) -> dict[str, Any]:
+    from lsnpc.metrics import evaluate
+
+    options, _ = _split_params(run.processor)
+    processor = make_processor(run.processor, seed=run.seed, device=run.device, classifier=classifier)
+    history: Any = None
+    fit_s = 0.0
+    start = time.perf_counter()
+    if processor is None:
+        corrected = probs["test"]
+        selection = "n/a (base classifier output)"
+    else:
+        kwargs: dict[str, Any] = {}
+        if options["clean_set"]:
+            kwargs.update(X_clean=data.X["val1"], y_clean=data.Y_clean["val1"],
+                          pred_probs_clean=probs["val1"])
+        if options["select_on"] == "clean":
+            kwargs.update(X_val=data.X["val0"], y_val=data.Y_clean["val0"], pred_probs_val=probs["val0"])
+        processor.fit(data.X["train"], probs["train"], **kwargs)
+        fit_s = time.perf_counter() - start
+        start = time.perf_counter()
+        corrected = processor.predict_proba(data.X["test"], probs["test"])
+        selection = str(getattr(processor, "selection_", "none (no model selection)"))
+        history = getattr(processor, "history_", None)
+    predict_s = time.perf_counter() - start
+    metrics = evaluate(data.Y_clean["test"], corrected)
+    row: dict[str, Any] = {
+        **run.flat(),
+        **{k: float(v) for k, v in metrics.items()},
+        "selection": selection,
+        "clean_set_used": bool(options["clean_set"]) and processor is not None,
+        "time_fit_s": fit_s,
+        "time_predict_s": predict_s,
+        "lsnpc_version": _version(),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if history is not None:
+        row["history"] = history
+    return row
+
+
+def run_group(task: GroupTask, results_dir: str | Path | None = None) -> GroupResult:
+    """Run every unfinished run of ``task``; write each finished run to ``results_dir`` at once.
+
+    Runs already in the store are skipped (and their base classifier is not trained when no run of
+    it is left). A failing run is recorded in ``errors`` with its traceback and not written, so the
+    next invocation retries it; the other runs of the group go on.
+    """
+    store = ResultsStore(results_dir) if results_dir is not None else None
+    result = GroupResult(key=task.key)
+    pending = [r for r in task.runs if store is None or not store.has(r.run_id)]
+    result.skipped = [r.run_id for r in task.runs if r not in pending]
+    if not pending:
+        return result
+    try:
+        data = _prepare(task)
+    except Exception:
+        tb = traceback.format_exc()
+        result.errors = {r.run_id: tb for r in pending}
+        return result
+
+    by_classifier: dict[str, list[RunSpec]] = {}
+    for run in pending:
+        by_classifier.setdefault(run.classifier.label, []).append(run)
+    for runs in by_classifier.values():
+        spec = runs[0].classifier
+        try:
+            start = time.perf_counter()
+            classifier = make_classifier(spec, seed=task.seed, device=task.device)
+            # The base classifier sees noisy labels only, validation included.
+            classifier.fit(data.X["train"], data.Y_noisy["train"],
+                           X_val=data.X["val0"], Y_val=data.Y_noisy["val0"])
+            classifier_s = time.perf_counter() - start
+            probs = {part: classifier.predict_proba(data.X[part]) for part in ("train", "val0", "val1", "test")}
+        except Exception:
+            tb = traceback.format_exc()
+            result.errors.update({r.run_id: tb for r in runs})
+            continue
+        for run in runs:
+            try:
+                row = _run_processor(run, data, classifier, probs)
+            except Exception:
+                result.errors[run.run_id] = traceback.format_exc()
+                continue
+            row.update({
+                "time_data_s": data.time_data_s,
+                "time_classifier_s": classifier_s,
+                "classifier_selection": "noisy validation labels (val0)",
+                "noise_realised_rate": data.noise_report.get("realised_rate", 0.0),
+                "n_train": int(len(data.Y_noisy["train"])),
+                "n_test": int(len(data.Y_clean["test"])),
+                "n_labels": data.n_labels,
+            })
+            if store is not None:
+                store.write(row)
+            result.rows.append(row)
+    return result
