@@ -10,7 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
+__all__ = [
+    "atomic_path",
+    "atomic_directory",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "atomic_write_json",
+]
 
 
 @contextlib.contextmanager
@@ -55,3 +61,32 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int = 2) -> Path:
     """Serialise ``obj`` as JSON to ``path`` atomically; return the path."""
     return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``path``; on success it replaces ``path``.
+
+    An existing directory at ``path`` is swapped out only after the new one is complete, and is
+    removed afterwards; if the body raises, the temporary directory is deleted and ``path`` is
+    left as it was.
+    """
+    import shutil
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        if target.exists():
+            if not target.is_dir():
+                raise FileExistsError(f"{target} exists and is not a directory")
+            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+            os.replace(target, old / "previous")
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "seeded", "torch_seed_from", "to_tensor"]
+__all__ = ["resolve_device", "seeded", "torch_seed_from", "to_tensor", "num_threads"]
 
 
 def resolve_device(device: str | torch.device | None, name: str = "device") -> torch.device:
@@ -51,3 +51,17 @@ def seeded(seed: int, device: torch.device | None = None) -> Iterator[None]:
 def to_tensor(array: np.ndarray, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """A tensor view of ``array`` on ``device`` (no copy on CPU when dtypes agree)."""
     return torch.as_tensor(array, dtype=dtype, device=device)
+
+
+@contextlib.contextmanager
+def num_threads(n: int | None) -> Iterator[None]:
+    """Run the body with ``torch.set_num_threads(n)`` (None: leave as is), restoring it after."""
+    if n is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

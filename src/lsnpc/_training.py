@@ -1,0 +1,299 @@
+"""LSNPC's training loop (Algorithm 1), its warm start, and epoch selection.
+
+Kept apart from the estimator so that corrector.py reads as the public API and this file as the
+procedure. Batches are drawn by indexing in-memory tensors (no DataLoader: with batch 32 its per-batch
+Python overhead is a large share of a step).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.metrics import f1_score
+from torch import nn
+
+from ._torch import seeded
+from .model import LatentShiftModel
+from .objective import supervised_loss, unsupervised_loss
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .corrector import LSNPC
+
+_NOISY_CLIP = 2.0  # gradient-norm clipping of the authors' code: 2 on noisy batches,
+_CLEAN_CLIP = 10.0  # 10 on clean batches
+_AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS = 10, 200
+
+
+def f1_micro_macro(y_true: np.ndarray, probs: np.ndarray, threshold: float = 0.5) -> tuple[float, float]:
+    """(micro-F1, macro-F1) of thresholded probabilities, as scikit-learn computes them."""
+    pred = (probs >= threshold).astype(np.int64)
+    micro = f1_score(y_true, pred, average="micro", zero_division=0)
+    macro = f1_score(y_true, pred, average="macro", zero_division=0)
+    return float(micro), float(macro)
+
+
+@dataclass
+class TrainingData:
+    """Tensors for training: noisy (X, P), optional clean (X, y, P) and validation (numpy) triples."""
+
+    X: torch.Tensor
+    P: torch.Tensor
+    clean: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None
+    val: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+
+    @classmethod
+    def build(
+        cls,
+        X: np.ndarray,
+        P: np.ndarray,
+        *,
+        clean: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+        val: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+        device: torch.device,
+    ) -> TrainingData:
+        def t(a: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(a, dtype=torch.float32, device=device)
+
+        clean_t = None if clean is None else (t(clean[0]), t(clean[1]), t(clean[2]))
+        return cls(t(X), t(P), clean_t, val)
+
+
+@dataclass
+class TrainResult:
+    epochs: int
+    best_epoch: int
+    selection_description: str
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: int) -> int:
+    """Epoch count; "auto" aims at ``min_steps`` optimiser steps within [10, 200] epochs."""
+    if epochs != "auto":
+        return int(epochs)
+    steps_per_epoch = max(1, math.ceil(n_train / batch_size))
+    return int(np.clip(math.ceil(min_steps / steps_per_epoch), _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS))
+
+
+def _batches(n: int, batch_size: int) -> list[torch.Tensor]:
+    """Shuffled index batches; a trailing batch of one sample is dropped (BatchNorm needs two)."""
+    order = torch.randperm(n)
+    batches = list(order.split(batch_size))
+    if len(batches) > 1 and len(batches[-1]) < 2:
+        batches.pop()
+    return batches
+
+
+def _feed(probs: torch.Tensor, mode: str) -> torch.Tensor:
+    return torch.bernoulli(probs) if mode == "sample" else probs
+
+
+def warm_start(model: LatentShiftModel, X: torch.Tensor, P: torch.Tensor, *, steps: int) -> float:
+    """Fit the data encoder and g_φ's data part to reproduce the base probabilities P (soft BCE).
+
+    A linear head on the batch-normalised data embedding is trained, then copied into the label
+    decoder's data columns; the latent columns are scaled down so g_φ starts near the base model and
+    the VAE training moves it from there. Returns the final distillation loss.
+    """
+    data_dim = model.label_decoder.data_dim
+    n_labels = P.shape[1]
+    head = nn.Sequential(nn.BatchNorm1d(data_dim, momentum=0.01), nn.Linear(data_dim, n_labels)).to(X.device)
+    params = list(model.data_encoder.parameters()) + list(head.parameters())
+    optimizer = torch.optim.Adam(params, lr=1e-3)
+    model.data_encoder.train()
+    head.train()
+    batch_size = min(128, max(2, len(X)))
+    done, loss_value = 0, float("nan")
+    while done < steps:
+        for idx in _batches(len(X), batch_size):
+            loss = F.binary_cross_entropy_with_logits(head(model.data_encoder(X[idx])), P[idx])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss_value = float(loss)
+            done += 1
+            if done >= steps:
+                break
+    with torch.no_grad():
+        norm, out = model.label_decoder.norm, model.label_decoder.out
+        norm.running_mean[:data_dim] = head[0].running_mean
+        norm.running_var[:data_dim] = head[0].running_var
+        norm.weight[:data_dim] = head[0].weight
+        norm.bias[:data_dim] = head[0].bias
+        out.weight[:, :data_dim] = head[1].weight
+        out.weight[:, data_dim:] *= 0.1
+        out.bias.copy_(head[1].bias)
+    return loss_value
+
+
+class _Selector:
+    """Scores the model after each epoch and keeps the best state in memory."""
+
+    def __init__(self, mode: str, estimator: LSNPC, data: TrainingData, holdout: tuple | None, seed: int):
+        self.mode, self.estimator, self.data, self.holdout, self.seed = mode, estimator, data, holdout, seed
+        self.best_score = -math.inf
+        self.best_epoch = 0
+        self.best_state: dict[str, torch.Tensor] | None = None
+
+    @torch.no_grad()
+    def score(self, model: LatentShiftModel) -> dict[str, float]:
+        model.eval()
+        out: dict[str, float] = {}
+        with seeded(self.seed):
+            if self.data.val is not None:
+                Xv, yv, pv = self.data.val
+                device = self.data.X.device
+                xb, pb = torch.as_tensor(Xv, device=device), torch.as_tensor(pv, device=device)
+                probs = model.correct(xb, _feed(pb, self.estimator.predict_feed), self.estimator.n_samples)
+                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, probs.cpu().numpy())
+            if self.holdout is not None:
+                Xh, noisy_h = self.holdout
+                loss, _ = unsupervised_loss(model, model.data_encoder(Xh), noisy_h, self.estimator.beta)
+                out["holdout_neg_elbo"] = float(loss)
+        model.train()
+        return out
+
+    def update(self, model: LatentShiftModel, epoch: int, scores: dict[str, float]) -> None:
+        if self.mode == "val_f1":
+            value = scores["val_micro_f1"]
+        elif self.mode == "noisy_elbo":
+            value = -scores["holdout_neg_elbo"]
+        else:
+            value = float(epoch)
+        if value > self.best_score:  # strict: ties keep the earlier epoch
+            self.best_score, self.best_epoch = value, epoch
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _describe(mode: str, n_val: int, n_holdout: int) -> str:
+    if mode == "val_f1":
+        return f"val_f1: epoch chosen by micro-F1 on {n_val} clean validation labels (X_val, y_val)"
+    if mode == "noisy_elbo":
+        return f"noisy_elbo: epoch chosen by the ELBO on {n_holdout} held-out noisy samples (no clean labels used)"
+    return "last: the final epoch (no selection, no labels used)"
+
+
+def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, total_steps: int) -> Any:
+    if schedule == "paper":  # stepped per epoch by the caller, 10-epoch period as in the authors' code
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=10)
+    if schedule == "constant":
+        return None
+    warmup = max(1, int(0.03 * total_steps))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def train_latent_shift_model(
+    model: LatentShiftModel,
+    data: TrainingData,
+    *,
+    estimator: LSNPC,
+    selection: str,
+    rng: np.random.Generator,
+    device: torch.device,
+) -> TrainResult:
+    """Algorithm 1: per epoch a pass over the noisy data, then one over the clean data (if any)."""
+    est = estimator
+    X, P = data.X, data.P
+    holdout = None
+    if selection == "noisy_elbo":
+        n_hold = max(1, int(round(est.holdout_fraction * len(X))))
+        if len(X) - n_hold < 2 or n_hold < 2:
+            selection = "last"
+        else:
+            perm = torch.as_tensor(rng.permutation(len(X)), device=device)
+            hold_idx, train_idx = perm[:n_hold], perm[n_hold:]
+            noisy_hold = _feed(P[hold_idx], est.train_feed)
+            holdout = (X[hold_idx], noisy_hold)
+            X, P = X[train_idx], P[train_idx]
+
+    epochs = resolve_epochs(est.epochs, len(X), est.batch_size, est.min_steps)
+    steps_per_epoch = len(_batches(len(X), est.batch_size))
+    clean_steps = 0 if data.clean is None else len(_batches(len(data.clean[0]), est.batch_size))
+    selector = _Selector(selection, est, data, holdout, seed=int(rng.integers(2**62)))
+    history: list[dict[str, Any]] = []
+
+    if est.warm_start:
+        steps = int(np.clip(5 * math.ceil(len(X) / 128), 300, 1500))
+        loss = warm_start(model, X, P, steps=steps)
+        entry = {"epoch": 0, "phase": "warm_start", "warm_start_loss": loss, **selector.score(model)}
+        history.append(entry)
+        selector.update(model, 0, entry)
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=est.lr, weight_decay=est.weight_decay)
+    scheduler = _lr_scheduler(optimizer, est.schedule, epochs * (steps_per_epoch + clean_steps))
+    model.train()
+    for epoch in range(1, epochs + 1):
+        started = time.perf_counter()
+        sums = np.zeros(3)
+        n_batches = 0
+        for idx in _batches(len(X), est.batch_size):
+            loss, parts = unsupervised_loss(model, model.data_encoder(X[idx]), _feed(P[idx], est.train_feed), est.beta)
+            _step(model, optimizer, loss, _NOISY_CLIP, scheduler, est.schedule)
+            sums += (parts.total, parts.reconstruction, parts.latent)
+            n_batches += 1
+        entry: dict[str, Any] = {
+            "epoch": epoch,
+            "phase": "train",
+            "loss": sums[0] / max(1, n_batches),
+            "reconstruction": sums[1] / max(1, n_batches),
+            "latent": sums[2] / max(1, n_batches),
+            "lr": optimizer.param_groups[0]["lr"],
+        }
+        if data.clean is not None:
+            Xc, yc, pc = data.clean
+            clean_sum, clean_batches = 0.0, 0
+            for idx in _batches(len(Xc), est.batch_size):
+                h = model.data_encoder(Xc[idx])
+                loss, parts = supervised_loss(model, h, _feed(pc[idx], est.train_feed), yc[idx], est.beta, est.eta)
+                _step(model, optimizer, loss, _CLEAN_CLIP, scheduler, est.schedule)
+                clean_sum += parts.total
+                clean_batches += 1
+            entry["clean_loss"] = clean_sum / max(1, clean_batches)
+        if est.schedule == "paper":
+            scheduler.step()
+        if not math.isfinite(entry["loss"]):
+            entry["diverged"] = True
+            history.append(entry)
+            break
+        entry.update(selector.score(model))
+        entry["seconds"] = time.perf_counter() - started
+        history.append(entry)
+        selector.update(model, epoch, entry)
+        if est.verbose:
+            shown = ", ".join(f"{k}={v:.4g}" for k, v in entry.items() if isinstance(v, float))
+            print(f"[LSNPC] epoch {epoch}/{epochs}: {shown}", flush=True)
+
+    if selector.best_state is not None:
+        model.load_state_dict(selector.best_state)
+    model.eval()
+    n_val = 0 if data.val is None else len(data.val[0])
+    n_hold = 0 if holdout is None else len(holdout[0])
+    return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold), history)
+
+
+def _step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss: torch.Tensor,
+    clip: float,
+    scheduler: Any,
+    schedule: str,
+) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    if scheduler is not None and schedule != "paper":
+        scheduler.step()

@@ -1,0 +1,468 @@
+"""The LSNPC estimator: fit (Algorithm 1), predict_proba (the correction equation), save / load.
+
+Typical use, with a model's predicted probabilities ``P`` (n, L) on features ``X`` (n, d)::
+
+    from lsnpc import LSNPC
+    corrector = LSNPC(random_state=0).fit(X_train, P_train, X_val=X_val, y_val=y_val, pred_probs_val=P_val)
+    corrected = corrector.predict_proba(X_test, P_test)      # (n_test, L) probabilities
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._torch import num_threads, resolve_device, seeded, torch_seed_from
+from ._training import TrainingData, f1_micro_macro, train_latent_shift_model
+from ._validation import (
+    NotFittedError,
+    check_array,
+    check_binary_labels,
+    check_in_choices,
+    check_is_fitted,
+    check_n_features,
+    check_probabilities,
+    check_random_state,
+    check_same_n_samples,
+    check_scalar,
+)
+from .model import (
+    LATENT_FAMILIES,
+    LatentConfig,
+    LatentShiftModel,
+    StandardizedMLPEncoder,
+    clone_encoder,
+    infer_output_dim,
+)
+
+__all__ = ["LSNPC", "NotFittedError"]
+
+SELECTIONS = ("auto", "val_f1", "noisy_elbo", "last")
+FEEDS = ("sample", "probs")
+SCHEDULES = ("cosine", "paper", "constant")
+
+
+class LSNPC:
+    """Latent-space-shift noisy prediction correction (LSNPC) for multilabel classifiers.
+
+    A post-processor: it never retrains the base classifier. From features X and the base model's
+    probabilities on them it learns the generative model of section 4 (a true-label latent z, its
+    shifted neighbour ẑ that generated the base model's labels ŷ) and corrects a prediction as
+    E[y | x, h] ≈ mean over Monte-Carlo draws of g_φ(x, z), z ~ q(z | ẑ), ẑ ~ q(ẑ | x, ŷ).
+
+    Parameters
+    ----------
+    latent : {"student", "gauss", "learned"}
+        "student" (the paper): ẑ ~ Student-t(ν) and p(ẑ | z) Student-t(ν0). "gauss" (the GAUSS
+        ablation): Normal for both. "learned": ν_θ(x, ŷ) = ReLU(Net(x, ŷ)) + 1, p(ẑ | z) keeps ν0.
+    nu, nu0 : float
+        Degrees of freedom of q(ẑ | x, ŷ) and of p(ẑ | z); the theory needs ν = ν0 > 2.
+    beta : float
+        Weight of the latent (KL) terms: the β-VAE of appendix D (0.01 in the paper).
+    eta : float in [0, 1]
+        Mixture weight of q(z | x, y) in the clean-data proposal (eq. 11).
+    latent_dim, label_embedding_dim, hidden_dim : int
+        m; the label-embedding width; the width of LSNPC's own data encoder (ignored with ``encoder``).
+        The latent MLPs (g_ψ, μ_κ) are 128 wide, as in the paper.
+    encoder : torch.nn.Module or None
+        Optional data encoder mapping a batch of X to (batch, h), e.g. the trunk of the base classifier
+        (``MLPClassifier().fit(...).trunk_``). A trainable copy is fine-tuned; the original is untouched.
+        With None, LSNPC builds its own MLP over standardised X.
+    epochs : int or "auto"
+        Passes over the noisy data. "auto" (default) adapts to the data size: enough epochs for about
+        ``min_steps`` optimiser steps, between 10 and 200 epochs (small data sets need many epochs of
+        batch 32 to settle; see the README for the measurements behind it).
+    batch_size, lr, weight_decay : training settings (AdamW).
+    n_samples : int
+        Monte-Carlo samples averaged by the correction.
+    selection : {"auto", "val_f1", "noisy_elbo", "last"}
+        How the epoch is chosen. "val_f1": best micro-F1 on the clean validation triple (the paper).
+        "noisy_elbo": best ELBO on a held-out slice (``holdout_fraction``) of the noisy data — uses no
+        clean label. "auto": "val_f1" when a validation triple is given, else "noisy_elbo".
+    train_feed, predict_feed : {"sample", "probs"}
+        What is fed as ŷ: a fresh Bernoulli sample of the probabilities ("sample", the paper's training
+        input) or the probabilities themselves ("probs", the paper's prediction input).
+    warm_start : bool
+        Before the VAE training, fit the data encoder (when LSNPC builds its own) and g_φ's data part to
+        reproduce the base probabilities, so the correction starts from the base model instead of noise.
+    guard : bool
+        With clean validation labels, compare the corrected and the base predictions on them and hand
+        back whichever (or which blend of the two) validation says is better; recorded in ``guard_``.
+    schedule : {"cosine", "paper", "constant"}
+        Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
+        authors' cosine annealing with a 10-epoch period stepped per epoch.
+    holdout_fraction : float
+        Share of the noisy data held out for "noisy_elbo" selection.
+    min_steps : int
+        Target number of optimiser steps for ``epochs="auto"``.
+    n_threads : int or None
+        torch CPU threads during fit/predict (None: torch's default).
+    random_state : int, numpy Generator or None
+        Seed; the same seed gives identical predictions on the same machine.
+    device : str
+        "cpu", "cuda", "cuda:N" or "auto".
+    verbose : bool
+        Print one line per epoch.
+
+    Attributes
+    ----------
+    model_ : LatentShiftModel
+    n_features_in_ : int          d (the flattened width of one sample of X)
+    n_labels_ : int               L
+    epochs_ : int                 epochs actually run
+    best_epoch_ : int             the selected epoch (1-based; 0 = the warm start)
+    selection_ : str              which criterion chose it and which labels it used
+    history_ : list of dict       per-epoch losses and validation scores
+    guard_ : dict                 the guard's evidence and decision
+    """
+
+    def __init__(
+        self,
+        *,
+        latent: str = "student",
+        nu: float = 2.01,
+        nu0: float = 2.01,
+        beta: float = 0.01,
+        eta: float = 0.5,
+        latent_dim: int = 64,
+        label_embedding_dim: int = 128,
+        hidden_dim: int = 256,
+        encoder: nn.Module | None = None,
+        epochs: int | str = "auto",
+        batch_size: int = 32,
+        lr: float = 2e-4,
+        weight_decay: float = 1e-5,
+        n_samples: int = 5,
+        selection: str = "auto",
+        train_feed: str = "sample",
+        predict_feed: str = "probs",
+        warm_start: bool = True,
+        guard: bool = True,
+        schedule: str = "cosine",
+        holdout_fraction: float = 0.1,
+        min_steps: int = 3000,
+        n_threads: int | None = None,
+        random_state: Any = None,
+        device: str = "cpu",
+        verbose: bool = False,
+    ) -> None:
+        self.latent = latent
+        self.nu = nu
+        self.nu0 = nu0
+        self.beta = beta
+        self.eta = eta
+        self.latent_dim = latent_dim
+        self.label_embedding_dim = label_embedding_dim
+        self.hidden_dim = hidden_dim
+        self.encoder = encoder
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.n_samples = n_samples
+        self.selection = selection
+        self.train_feed = train_feed
+        self.predict_feed = predict_feed
+        self.warm_start = warm_start
+        self.guard = guard
+        self.schedule = schedule
+        self.holdout_fraction = holdout_fraction
+        self.min_steps = min_steps
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ presets
+    @classmethod
+    def paper(cls, **overrides: Any) -> LSNPC:
+        """LSNPC with the paper's exact recipe (appendix D and the authors' code).
+
+        20 epochs, batch 32, AdamW lr 2e-4, weight decay 1e-5, β 0.01, η 0.5, ν = ν0 = 2.01, cosine
+        annealing with a 10-epoch period stepped per epoch, epoch chosen by clean validation micro-F1
+        (or noisy ELBO without one), no guard. ``warm_start`` stays on only to start LSNPC's own data
+        encoder when no ``encoder`` is given (the paper always starts from the base model's backbone).
+        """
+        params: dict[str, Any] = dict(
+            latent="student", nu=2.01, nu0=2.01, beta=0.01, eta=0.5, epochs=20, batch_size=32,
+            lr=2e-4, weight_decay=1e-5, n_samples=5, selection="auto", schedule="paper",
+            guard=False, warm_start=overrides.get("encoder") is None,
+        )
+        params.update(overrides)
+        return cls(**params)
+
+    def get_params(self, deep: bool = False) -> dict[str, Any]:
+        """The constructor parameters (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in _PARAM_NAMES}
+
+    def set_params(self, **params: Any) -> LSNPC:
+        for name, value in params.items():
+            if name not in _PARAM_NAMES:
+                raise ValueError(f"unknown parameter {name!r}; valid: {', '.join(_PARAM_NAMES)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self.get_params().items() if v is not _DEFAULTS[k] and v != _DEFAULTS[k]}
+        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        return f"LSNPC({args})"
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self) -> None:
+        check_in_choices(self.latent, "latent", LATENT_FAMILIES)
+        check_scalar(self.nu, "nu", low=0, low_inclusive=False)
+        check_scalar(self.nu0, "nu0", low=0, low_inclusive=False)
+        check_scalar(self.beta, "beta", low=0)
+        check_scalar(self.eta, "eta", low=0, high=1)
+        for name in ("latent_dim", "label_embedding_dim", "hidden_dim", "batch_size", "n_samples", "min_steps"):
+            check_scalar(getattr(self, name), name, kind=Integral, low=1)
+        if self.epochs != "auto":
+            check_scalar(self.epochs, "epochs", kind=Integral, low=1)
+        check_scalar(self.lr, "lr", low=0, low_inclusive=False)
+        check_scalar(self.weight_decay, "weight_decay", low=0)
+        check_in_choices(self.selection, "selection", SELECTIONS)
+        check_in_choices(self.train_feed, "train_feed", FEEDS)
+        check_in_choices(self.predict_feed, "predict_feed", FEEDS)
+        check_in_choices(self.schedule, "schedule", SCHEDULES)
+        check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
+        if self.n_threads is not None:
+            check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+        if self.encoder is not None and not isinstance(self.encoder, nn.Module):
+            raise ValueError(f"encoder must be a torch.nn.Module or None, got {type(self.encoder).__name__}")
+
+    def _check_X(self, X: Any, name: str, *, min_samples: int = 1) -> np.ndarray:
+        """X must be 2-d, or any rank ≥ 2 when a user encoder (e.g. over spatial maps) takes it."""
+        if self.encoder is None:
+            return check_array(X, name, ndim=2, min_samples=min_samples)
+        ndim = np.ndim(X)
+        if ndim < 2:
+            raise ValueError(f"{name} must have at least 2 dimensions (n_samples, ...), got shape {np.shape(X)}")
+        return check_array(X, name, ndim=ndim, min_samples=min_samples)
+
+    def _check_triple(
+        self, prefix: str, X: Any, y: Any, probs: Any, *, d_shape: tuple[int, ...], n_labels: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        names = (f"X_{prefix}", f"y_{prefix}", f"pred_probs_{prefix}")
+        given = [v is not None for v in (X, y, probs)]
+        if not any(given):
+            return None
+        if not all(given):
+            missing = [n for n, g in zip(names, given) if not g]
+            raise ValueError(
+                f"the {prefix} set needs {', '.join(names)} together; missing {', '.join(missing)}"
+                + (" (the base model's probabilities on those samples)" if names[2] in missing else "")
+            )
+        Xc = self._check_X(X, names[0])
+        yc = check_binary_labels(y, names[1])
+        pc = check_probabilities(probs, names[2])
+        check_same_n_samples(**{names[0]: Xc, names[1]: yc, names[2]: pc})
+        if Xc.shape[1:] != d_shape:
+            raise ValueError(f"{names[0]} has sample shape {Xc.shape[1:]}, but X has {d_shape}")
+        for arr, nm in ((yc, names[1]), (pc, names[2])):
+            if arr.shape[1] != n_labels:
+                raise ValueError(f"{nm} has {arr.shape[1]} labels, but pred_probs has {n_labels}")
+        return Xc, yc, pc
+
+    # ------------------------------------------------------------------ fit
+    def fit(
+        self,
+        X: Any,
+        pred_probs: Any,
+        *,
+        X_clean: Any = None,
+        y_clean: Any = None,
+        pred_probs_clean: Any = None,
+        X_val: Any = None,
+        y_val: Any = None,
+        pred_probs_val: Any = None,
+    ) -> LSNPC:
+        """Learn the correction from the base model's probabilities (Algorithm 1).
+
+        Parameters
+        ----------
+        X : array (n, d)  (or (n, ...) when ``encoder`` takes other shapes)
+            Features of the (noisily labelled) training samples.
+        pred_probs : array (n, L) in [0, 1]
+            The base classifier's predicted probabilities on X.
+        X_clean, y_clean, pred_probs_clean : arrays (n_c, d), (n_c, L) 0/1, (n_c, L), optional
+            A small clean set: features, true labels and the base model's probabilities on it. Given, each
+            epoch ends with a pass over it (semi-supervised LSNPC).
+        X_val, y_val, pred_probs_val : arrays, optional
+            A clean validation triple for epoch selection and the guard (never trained on).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        Xa = self._check_X(X, "X", min_samples=2)
+        P = check_probabilities(pred_probs, "pred_probs", min_samples=2)
+        check_same_n_samples(X=Xa, pred_probs=P)
+        d_shape, n_labels = Xa.shape[1:], P.shape[1]
+        clean = self._check_triple("clean", X_clean, y_clean, pred_probs_clean, d_shape=d_shape, n_labels=n_labels)
+        val = self._check_triple("val", X_val, y_val, pred_probs_val, d_shape=d_shape, n_labels=n_labels)
+        device = resolve_device(self.device)
+        rng = check_random_state(self.random_state)
+        seed = torch_seed_from(rng)
+        self.predict_seed_ = torch_seed_from(rng)
+
+        selection = self.selection
+        if selection == "auto":
+            selection = "val_f1" if val is not None else "noisy_elbo"
+        if selection == "val_f1" and val is None:
+            raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
+
+        with num_threads(self.n_threads), seeded(seed, device):
+            if self.encoder is None:
+                encoder: nn.Module = StandardizedMLPEncoder(int(np.prod(d_shape)), self.hidden_dim)
+                encoder.set_standardization(*_standardization(Xa))
+                data_dim = self.hidden_dim
+            else:
+                encoder = clone_encoder(self.encoder).to(device)
+                data_dim = infer_output_dim(encoder, torch.as_tensor(Xa[:2], device=device))
+            model = LatentShiftModel(
+                encoder, data_dim, n_labels,
+                LatentConfig(self.latent, float(self.nu), float(self.nu0)),
+                latent_dim=self.latent_dim, label_embedding_dim=self.label_embedding_dim,
+            ).to(device)
+            data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
+            result = train_latent_shift_model(
+                model, data, estimator=self, selection=selection, rng=rng, device=device
+            )
+
+        self.model_ = model
+        self.device_ = device
+        self.n_features_in_ = int(np.prod(d_shape))
+        self.input_shape_ = tuple(int(s) for s in d_shape)
+        self.n_labels_ = n_labels
+        self.data_dim_ = data_dim
+        self.epochs_ = result.epochs
+        self.best_epoch_ = result.best_epoch
+        self.history_ = result.history
+        self.selection_ = result.selection_description
+        self.guard_ = {"applied": False, "reason": "guard=False" if not self.guard else "no clean validation labels", "blend": 1.0}
+        if self.guard and val is not None:
+            self.guard_ = self._decide_guard(*val)
+        return self
+
+    # ------------------------------------------------------------------ guard
+    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> dict[str, Any]:
+        """Pick the blend α·corrected + (1 − α)·base that validation F1 prefers (α ∈ {0, ¼, ½, ¾, 1}).
+
+        The score is the mean of micro- and macro-F1 at threshold 0.5; ties go to the smaller α, so the
+        corrector only moves away from the base model when validation evidence favours it.
+        """
+        corrected = self._raw_correct(X_val, p_val)
+        scores = {}
+        for alpha in (0.0, 0.25, 0.5, 0.75, 1.0):
+            blend = alpha * corrected + (1 - alpha) * p_val
+            micro, macro = f1_micro_macro(y_val, blend)
+            scores[alpha] = (micro + macro) / 2, micro, macro
+        best = max(scores, key=lambda a: (round(scores[a][0], 12), -a))
+        return {
+            "applied": True,
+            "blend": best,
+            "val_base_micro_f1": scores[0.0][1],
+            "val_base_macro_f1": scores[0.0][2],
+            "val_corrected_micro_f1": scores[1.0][1],
+            "val_corrected_macro_f1": scores[1.0][2],
+            "val_chosen_micro_f1": scores[best][1],
+            "val_chosen_macro_f1": scores[best][2],
+        }
+
+    # ------------------------------------------------------------------ predict
+    def _check_predict_input(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
+        check_is_fitted(self, "model_")
+        Xa = self._check_X(X, "X")
+        P = check_probabilities(pred_probs, "pred_probs")
+        check_same_n_samples(X=Xa, pred_probs=P)
+        if Xa.shape[1:] != self.input_shape_:
+            got = int(np.prod(Xa.shape[1:]))
+            if Xa.ndim == 2:
+                check_n_features(Xa, "X", self.n_features_in_, "features")
+            raise ValueError(f"X has sample shape {Xa.shape[1:]} ({got} values), but fit saw {self.input_shape_}")
+        check_n_features(P, "pred_probs", self.n_labels_, "labels")
+        return Xa, P
+
+    def _raw_correct(self, X: np.ndarray, P: np.ndarray, batch_size: int = 8192) -> np.ndarray:
+        """The correction equation, Monte Carlo, in large batches; deterministic for a fitted model."""
+        model = self.model_
+        model.eval()
+        out = np.empty(P.shape, dtype=np.float32)
+        with num_threads(self.n_threads), seeded(self.predict_seed_, self.device_), torch.inference_mode():
+            for start in range(0, len(X), batch_size):
+                xb = torch.as_tensor(X[start : start + batch_size], device=self.device_)
+                pb = torch.as_tensor(P[start : start + batch_size], device=self.device_)
+                if self.predict_feed == "sample":
+                    pb = torch.bernoulli(pb)
+                out[start : start + batch_size] = model.correct(xb, pb, self.n_samples).cpu().numpy()
+        return out
+
+    def predict_proba(self, X: Any, pred_probs: Any) -> np.ndarray:
+        """Corrected label probabilities.
+
+        Parameters
+        ----------
+        X : array (n, d)
+        pred_probs : array (n, L) — the base model's probabilities on X.
+
+        Returns
+        -------
+        ndarray (n, L) float32 in [0, 1]: E[y | x, h] by Monte Carlo (``n_samples`` draws), blended with
+        the base probabilities as the guard decided (``guard_["blend"]``, 1.0 = pure LSNPC).
+        """
+        Xa, P = self._check_predict_input(X, pred_probs)
+        alpha = float(self.guard_.get("blend", 1.0))
+        if alpha == 0.0:
+            return P.copy()
+        corrected = self._raw_correct(Xa, P)
+        if alpha == 1.0:
+            return corrected
+        return (alpha * corrected + (1 - alpha) * P).astype(np.float32)
+
+    def predict(self, X: Any, pred_probs: Any, threshold: float = 0.5) -> np.ndarray:
+        """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold``."""
+        check_scalar(threshold, "threshold", low=0, high=1)
+        return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str) -> None:
+        """Write the fitted corrector to the directory ``path`` (safetensors weights + JSON config).
+
+        The write is atomic: a complete new directory replaces ``path`` only once fully written.
+        """
+        from ._persistence import save_lsnpc
+
+        check_is_fitted(self, "model_")
+        save_lsnpc(self, path)
+
+    @classmethod
+    def load(cls, path: str, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
+        """Load a corrector written by :meth:`save`. Never unpickles.
+
+        A corrector fitted with a user ``encoder`` stores that encoder's weights but not its code: pass a
+        module of the same architecture as ``encoder`` to load it into.
+        """
+        from ._persistence import load_lsnpc
+
+        return load_lsnpc(cls, path, encoder=encoder, device=device)
+
+
+def _standardization(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    flat = X.reshape(len(X), -1).astype(np.float64)
+    mean = flat.mean(0)
+    scale = flat.std(0)
+    scale[scale < 1e-8] = 1.0
+    return torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(scale, dtype=torch.float32)
+
+
+_DEFAULTS = {
+    name: param.default
+    for name, param in __import__("inspect").signature(LSNPC.__init__).parameters.items()
+    if name != "self"
+}
+_PARAM_NAMES = tuple(_DEFAULTS)

@@ -1,0 +1,310 @@
+"""The LSNPC generative model and its variational proposals (paper, section 4).
+
+Generative story (section 4.1)::
+
+    z        ~ Normal(0, I)                          the true-label latent, R^m
+    ẑ | z    ~ Student(g_ψ(z), I, ν0)                 the shifted latent  (Normal for GAUSS)
+    y | z, x ~ Bernoulli(g_φ(x, z))                    true labels
+    ŷ | ẑ, x ~ Bernoulli(g_φ(x, ẑ))                    the base classifier's (noisy) labels
+
+Proposals (section 4.2)::
+
+    q(ẑ | x, ŷ) = Student(μ_θ(x, ŷ), diag σ²_θ(x, ŷ), ν)  (Normal for GAUSS; ν = ν_θ(x, ŷ) when learned)
+    q(z | ẑ)    = Normal(μ_κ(ẑ), diag σ²_κ(ẑ))
+    q(z | x, y) = Normal(μ_θ(x, y), diag σ²_θ(x, y))       the same θ-network, fed true labels
+
+Each class below is one of these functions; :class:`LatentShiftModel` wires them together.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.distributions import Distribution, Normal, StudentT
+
+__all__ = [
+    "LATENT_FAMILIES",
+    "StandardizedMLPEncoder",
+    "LabelEncoder",
+    "ShiftEncoder",
+    "TrueLatentEncoder",
+    "ShiftDecoder",
+    "LabelDecoder",
+    "FastStudentT",
+    "LatentShiftModel",
+]
+
+LATENT_FAMILIES = ("student", "gauss", "learned")
+
+# log-variance cap of the encoders (as in the authors' model) and the smallest scale allowed
+_LOGVAR_MAX = 5.0
+_MIN_SCALE = 1e-4
+
+
+class FastStudentT(StudentT):
+    """Student-t with a fixed (non-learned) ν whose ``rsample`` avoids the Gamma reparameterisation.
+
+    ``torch.distributions.StudentT.rsample`` differentiates through its Gamma draw, which only matters
+    when ν itself is learned. With ν fixed, ẑ = loc + scale · ε · sqrt(ν / χ²_ν) is reparameterised
+    in loc and scale by drawing χ²_ν without a graph, which is cheaper. ``log_prob`` is inherited.
+    """
+
+    def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:  # noqa: B008
+        shape = self._extended_shape(sample_shape)
+        half_df = (0.5 * self.df).detach().expand(shape)
+        chi2 = 2.0 * torch._standard_gamma(half_df)
+        eps = torch.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + self.scale * eps * torch.sqrt(self.df / chi2)
+
+
+def _mlp(sizes: list[int], *, dropout: float = 0.0, batch_norm: bool = True) -> nn.Sequential:
+    """Linear → (BatchNorm) → GELU → (Dropout) blocks for each consecutive pair in ``sizes``."""
+    layers: list[nn.Module] = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        layers.append(nn.Linear(fan_in, fan_out))
+        if batch_norm:
+            layers.append(nn.BatchNorm1d(fan_out, momentum=0.01))
+        layers.append(nn.GELU())
+        if dropout > 0:
+            layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers)
+
+
+class StandardizedMLPEncoder(nn.Module):
+    """LSNPC's own data encoder for feature vectors: standardise x, then a two-layer GELU MLP.
+
+    Maps x (batch, d) to an embedding (batch, hidden_dim). The standardisation statistics are buffers, so
+    a saved model carries them.
+    """
+
+    def __init__(self, n_features: int, hidden_dim: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(n_features))
+        self.register_buffer("scale", torch.ones(n_features))
+        self.net = _mlp([n_features, hidden_dim, hidden_dim], dropout=dropout, batch_norm=True)
+        self.out_features = hidden_dim
+
+    def set_standardization(self, mean: torch.Tensor, scale: torch.Tensor) -> None:
+        self.mean.copy_(mean)
+        self.scale.copy_(scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net((x - self.mean) / self.scale)
+
+
+class LabelEncoder(nn.Module):
+    """Embeds a label vector (batch, L) — ŷ or y — into (batch, label_embedding_dim).
+
+    A 4-layer GELU MLP with BatchNorm and dropout 0.1 (paper appendix D).
+    """
+
+    def __init__(self, n_labels: int, embedding_dim: int, n_layers: int = 4) -> None:
+        super().__init__()
+        self.net = _mlp([n_labels] + [embedding_dim] * n_layers, dropout=0.1)
+
+    def forward(self, labels: torch.Tensor) -> torch.Tensor:
+        return self.net(labels)
+
+
+class ShiftEncoder(nn.Module):
+    """q_θ(· | x, labels): location, scale (and ν when learned) of the latent given data and labels.
+
+    Fed (x, ŷ) it gives q(ẑ | x, ŷ); fed (x, y) it gives the location and scale of q(z | x, y).
+    Inputs: the data embedding (batch, h) and the label embedding (batch, e). Outputs (batch, m).
+    """
+
+    def __init__(self, data_dim: int, label_dim: int, latent_dim: int, learn_df: bool) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(data_dim + label_dim, momentum=0.01)
+        self.loc = nn.Linear(data_dim + label_dim, latent_dim)
+        self.logvar = nn.Linear(data_dim + label_dim, latent_dim)
+        # ν_θ(x, ŷ) = ReLU(Net(x, ŷ)) + 1  (sensitivity section); one ν per latent dimension
+        self.df = nn.Linear(data_dim + label_dim, latent_dim) if learn_df else None
+
+    def forward(
+        self, data_embedding: torch.Tensor, label_embedding: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        features = self.norm(torch.cat([data_embedding, label_embedding], dim=-1))
+        loc = self.loc(features)
+        logvar = self.logvar(features).clamp(max=_LOGVAR_MAX)
+        scale = torch.exp(0.5 * logvar).clamp(min=_MIN_SCALE)
+        df = torch.relu(self.df(features)) + 1.0 if self.df is not None else None
+        return loc, scale, df
+
+
+class TrueLatentEncoder(nn.Module):
+    """q_κ(z | ẑ) = Normal(μ_κ(ẑ), diag σ²_κ(ẑ)): the shift back from ẑ to the true-label latent z.
+
+    Location from a small GELU MLP (m → hidden → m), log-variance from a linear layer.
+    """
+
+    def __init__(self, latent_dim: int, hidden_dim: int = 128) -> None:
+        super().__init__()
+        self.loc = nn.Sequential(
+            nn.Linear(latent_dim, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, latent_dim)
+        )
+        self.logvar = nn.Linear(latent_dim, latent_dim)
+
+    def forward(self, zhat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loc = self.loc(zhat)
+        scale = torch.exp(0.5 * self.logvar(zhat).clamp(max=_LOGVAR_MAX)).clamp(min=_MIN_SCALE)
+        return loc, scale
+
+
+class ShiftDecoder(nn.Module):
+    """g_ψ(z): the location of p(ẑ | z) = Student(g_ψ(z), I, ν0) (Normal for GAUSS)."""
+
+    def __init__(self, latent_dim: int, hidden_dim: int = 128) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(latent_dim, hidden_dim),
+            nn.GELU(),
+            nn.Linear(hidden_dim, hidden_dim),
+            nn.GELU(),
+            nn.Linear(hidden_dim, latent_dim),
+        )
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z)
+
+
+class LabelDecoder(nn.Module):
+    """g_φ(x, latent): label probabilities (batch, L) from the data embedding and z or ẑ.
+
+    Shared by y (from z) and ŷ (from ẑ), as the paper requires. Returns logits; the Bernoulli mean is
+    their sigmoid.
+    """
+
+    def __init__(self, data_dim: int, latent_dim: int, n_labels: int) -> None:
+        super().__init__()
+        self.data_dim = data_dim
+        self.norm = nn.BatchNorm1d(data_dim + latent_dim, momentum=0.01)
+        self.out = nn.Linear(data_dim + latent_dim, n_labels)
+
+    def forward(self, data_embedding: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
+        return self.out(self.norm(torch.cat([data_embedding, latent], dim=-1)))
+
+
+@dataclass
+class LatentConfig:
+    """What the model needs to know about its latent family."""
+
+    family: str  # "student" | "gauss" | "learned"
+    nu: float  # ν of q(ẑ | x, ŷ) (ignored when learned or gauss)
+    nu0: float  # ν0 of p(ẑ | z) (ignored for gauss)
+
+
+class LatentShiftModel(nn.Module):
+    """All networks of LSNPC plus the distributions they parameterise.
+
+    Parameters
+    ----------
+    data_encoder : nn.Module
+        Maps x (batch, ...) to a data embedding (batch, h); ``data_dim`` = h.
+    n_labels : int
+        L.
+    latent : LatentConfig
+        Latent family and its degrees of freedom.
+    latent_dim, label_embedding_dim, hidden_dim : int
+        m, the label-embedding width and the width of the latent MLPs.
+    """
+
+    def __init__(
+        self,
+        data_encoder: nn.Module,
+        data_dim: int,
+        n_labels: int,
+        latent: LatentConfig,
+        *,
+        latent_dim: int = 64,
+        label_embedding_dim: int = 128,
+        hidden_dim: int = 128,
+    ) -> None:
+        super().__init__()
+        if latent.family not in LATENT_FAMILIES:
+            raise ValueError(f"latent must be one of {LATENT_FAMILIES}, got {latent.family!r}")
+        self.latent = latent
+        self.data_encoder = data_encoder
+        self.label_encoder = LabelEncoder(n_labels, label_embedding_dim)
+        self.shift_encoder = ShiftEncoder(
+            data_dim, label_embedding_dim, latent_dim, learn_df=latent.family == "learned"
+        )
+        self.true_latent_encoder = TrueLatentEncoder(latent_dim, hidden_dim)
+        self.shift_decoder = ShiftDecoder(latent_dim, hidden_dim)
+        self.label_decoder = LabelDecoder(data_dim, latent_dim, n_labels)
+        self.register_buffer("nu", torch.tensor(float(latent.nu)))
+        self.register_buffer("nu0", torch.tensor(float(latent.nu0)))
+
+    # -- the distributions of section 4 -------------------------------------------------------
+    def q_latent(self, data_embedding: torch.Tensor, labels: torch.Tensor) -> Distribution:
+        """q(ẑ | x, ŷ): Student-t(ν) — or Normal (GAUSS), or Student-t(ν_θ(x, ŷ)) (learned)."""
+        loc, scale, df = self.shift_encoder(data_embedding, self.label_encoder(labels))
+        if self.latent.family == "gauss":
+            return Normal(loc, scale)
+        if self.latent.family == "learned":
+            return StudentT(df, loc, scale)
+        return FastStudentT(self.nu, loc, scale)
+
+    def q_true_given_labels(self, data_embedding: torch.Tensor, labels: torch.Tensor) -> Normal:
+        """q(z | x, y) = Normal(μ_θ(x, y), σ²_θ(x, y)): the θ-network fed clean labels."""
+        loc, scale, _ = self.shift_encoder(data_embedding, self.label_encoder(labels))
+        return Normal(loc, scale)
+
+    def q_true_given_shifted(self, zhat: torch.Tensor) -> Normal:
+        """q(z | ẑ) = Normal(μ_κ(ẑ), σ²_κ(ẑ))."""
+        loc, scale = self.true_latent_encoder(zhat)
+        return Normal(loc, scale)
+
+    def p_shifted_given_true(self, z: torch.Tensor) -> Distribution:
+        """p(ẑ | z) = Student-t(ν0, g_ψ(z), I) — Normal(g_ψ(z), I) for GAUSS."""
+        loc = self.shift_decoder(z)
+        scale = torch.ones_like(loc)
+        if self.latent.family == "gauss":
+            return Normal(loc, scale)
+        return StudentT(self.nu0, loc, scale)
+
+    def label_logits(self, data_embedding: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
+        """Logits of g_φ(x, latent) (batch, L)."""
+        return self.label_decoder(data_embedding, latent)
+
+    # -- the correction equation (eq. 9), by Monte Carlo ---------------------------------------
+    @torch.no_grad()
+    def correct(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
+        """E[y | x, h] ≈ mean over ``n_samples`` draws of g_φ(x, z), z ~ q(z|ẑ), ẑ ~ q(ẑ|x, ŷ).
+
+        The data embedding and q(ẑ | x, ŷ)'s parameters are computed once; only the latent draws and
+        g_φ run per Monte-Carlo sample, all in one batched pass. Returns probabilities (batch, L).
+        """
+        h = self.data_encoder(x)
+        q_zhat = self.q_latent(h, noisy)
+        zhat = q_zhat.rsample((n_samples,))  # (S, B, m)
+        q_z = self.q_true_given_shifted(zhat.flatten(0, 1))
+        z = q_z.rsample()
+        h_rep = h.unsqueeze(0).expand(n_samples, *h.shape).flatten(0, 1)
+        probs = torch.sigmoid(self.label_logits(h_rep, z))
+        return probs.view(n_samples, x.shape[0], -1).mean(0)
+
+
+def clone_encoder(encoder: nn.Module) -> nn.Module:
+    """A trainable deep copy of a user's encoder (the base classifier itself stays untouched)."""
+    clone = copy.deepcopy(encoder)
+    for p in clone.parameters():
+        p.requires_grad_(True)
+    return clone
+
+
+def infer_output_dim(encoder: nn.Module, example: torch.Tensor) -> int:
+    """Run ``encoder`` on one example batch (in eval mode) to learn its embedding width."""
+    was_training = encoder.training
+    encoder.eval()
+    with torch.no_grad():
+        out = encoder(example)
+    encoder.train(was_training)
+    if out.ndim != 2:
+        raise ValueError(
+            f"encoder must map a batch of X to a 2-d (batch, embedding) tensor, got shape {tuple(out.shape)}"
+        )
+    return int(out.shape[1])
