@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lsnpc.data import (
     DATA_HOME_ENV,
@@ -103,6 +105,16 @@ def test_paper_splits_disjoint_cover_seeded() -> None:
         paper_splits(10, val_fraction=0.1, random_state=0)
     with pytest.raises(ValueError, match="val_fraction"):
         paper_splits(100, val_fraction=1.5, random_state=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(20, 3000), fraction=st.floats(0.1, 0.6), seed=st.integers(0, 2**32 - 1))
+def test_paper_splits_partition_property(n: int, fraction: float, seed: int) -> None:
+    parts = paper_splits(n, val_fraction=fraction, random_state=seed)
+    joined = np.sort(np.concatenate([parts["train"], parts["val0"], parts["val1"]]))
+    np.testing.assert_array_equal(joined, np.arange(n))
+    assert 0 <= len(parts["val0"]) - len(parts["val1"]) <= 1
+    assert len(parts["val0"]) + len(parts["val1"]) == round(fraction * n)
 
 
 def test_split_dataset_on_real_data(shared_data: Path) -> None:

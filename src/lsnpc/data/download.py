@@ -15,15 +15,6 @@ import urllib.request
 import warnings
 from pathlib import Path
 
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-
 from lsnpc._io import atomic_path
 from lsnpc.data.home import get_data_home
 from lsnpc.data.registry import DatasetInfo, RemoteFile, get_dataset_info
@@ -100,6 +91,15 @@ def download_file(
     urllib.error.URLError, OSError
         The transfer failed (nothing is left behind).
     """
+    from rich.progress import (  # imported here: importing lsnpc.data stays fast
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     dest = Path(dest)
     digest = hashlib.sha256()
     n_bytes = 0

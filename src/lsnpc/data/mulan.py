@@ -18,9 +18,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import arff  # liac-arff: handles dense and sparse ARFF
 import numpy as np
-import scipy.sparse as sp
 
 from lsnpc.data.dataset import MultilabelDataset
 
@@ -105,6 +103,10 @@ def load_mulan(
         If a label named in the XML is not an attribute of the ARFF file, a label value is not
         0/1, or a label is missing (``?``).
     """
+    # imported here so that importing lsnpc.data (e.g. for the CLI) stays fast
+    import arff  # liac-arff: parses dense and sparse ARFF
+    import scipy.sparse as sp
+
     arff_path, xml_path = Path(arff_path), Path(xml_path)
     label_set = set(read_mulan_label_names(xml_path))
     sparse, n_rows = _scan_data_section(arff_path)

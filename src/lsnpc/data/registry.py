@@ -234,7 +234,7 @@ def _registry() -> dict[str, DatasetInfo]:
             splits=("train", "val", "test"),
             source=f"Tomato-Village Variant-b (github.com/mamta-joshi-gehlot/Tomato-Village @ {TOMATO_COMMIT[:7]})",
             loader="tomato",
-            folders=("tomato-village-b", "tomato"),
+            folders=("tomato-village-b", "tomato", "Tomato-Village/Variant-b(MultiLabel Classification)"),
             required={s: (_TOMATO_CSV,) for s in ("train", "val", "test")},
             files=(RemoteFile(_TOMATO_CSV, f"{TOMATO_RAW}/Multi-Label%20dataset%20-%20with%20augmented.csv"),),
             n_samples={"train": 3945, "val": 1124, "test": 584},
