@@ -142,3 +142,31 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "empty.xml").write_text(XML_TEMPLATE.format(""))
     with pytest.raises(ValueError, match="label"):
         read_mulan_label_names(tmp_path / "empty.xml")
+
+
+def test_fast_dense_reader_matches_liac_arff(shared_data: Path) -> None:
+    folder = shared_data / "scene"
+    fast = load_mulan(folder / "scene-test.arff", folder / "scene.xml", fast=True)
+    general = load_mulan(folder / "scene-test.arff", folder / "scene.xml", fast=False)
+    np.testing.assert_array_equal(fast.X, general.X)
+    np.testing.assert_array_equal(fast.Y, general.Y)
+    assert fast.label_names == general.label_names and fast.feature_names == general.feature_names
+
+
+def test_fast_reader_falls_back_on_quoting_and_missing(tmp_path: Path) -> None:
+    arff_text = """@relation toy
+% a comment
+@attribute f0 numeric
+@attribute f1 numeric
+@attribute y {0,1}
+@data
+% rows follow
+1.5,?,1
+
+'2',3,0
+"""
+    arff_path, xml_path = _write_pair(tmp_path, arff_text, ["y"])
+    for fast in (True, False):
+        ds = load_mulan(arff_path, xml_path, fast=fast)
+        np.testing.assert_array_equal(ds.X, np.array([[1.5, np.nan], [2, 3]], dtype=np.float32))
+        np.testing.assert_array_equal(ds.Y, [[1], [0]])

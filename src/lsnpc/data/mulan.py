@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,25 +45,45 @@ def read_mulan_label_names(xml_path: str | os.PathLike[str]) -> list[str]:
     return names
 
 
-def _scan_data_section(path: Path) -> tuple[bool, int]:
-    """Return (whether the data rows are sparse ``{index value, ...}`` rows, number of rows).
+@dataclass(frozen=True)
+class _Header:
+    attributes: list[tuple[str, Any]]  # (name, "NUMERIC" | "STRING" | ... | [nominal values])
+    data_line: int  # 0-based line number of the @data line
+    sparse: bool  # rows in ``{index value, ...}`` form
+    n_rows: int
+
+
+def _parse_header(path: Path) -> _Header:
+    """Read the header with liac-arff and scan the data section once (sparse? how many rows?).
 
     The row count is taken here because a sparse parse only sees rows that hold a value, so
     trailing all-zero rows (``{}``) would otherwise be lost.
     """
-    in_data, sparse, n_rows = False, False, 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+    import arff  # liac-arff; imported here so that importing lsnpc.data stays fast
+
+    header_lines: list[str] = []
+    data_line, sparse, n_rows = -1, False, 0
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh):
+            if data_line < 0:
+                header_lines.append(line)
+                if line.strip().lower().startswith("@data"):
+                    data_line = line_no
+                continue
             s = line.strip()
             if not s or s.startswith("%"):
                 continue
-            if in_data:
-                if n_rows == 0:
-                    sparse = s.startswith("{")
-                n_rows += 1
-            elif s.lower().startswith("@data"):
-                in_data = True
-    return sparse, n_rows
+            if n_rows == 0:
+                sparse = s.startswith("{")
+            n_rows += 1
+    if data_line < 0:
+        raise ValueError(f"{path} has no @data section")
+    attributes = arff.loads("".join(header_lines))["attributes"]
+    return _Header(attributes, data_line, sparse, n_rows)
+
+
+def _is_numeric_attribute(kind: Any) -> bool:
+    return not isinstance(kind, list) and str(kind).upper() in ("NUMERIC", "REAL", "INTEGER")
 
 
 def _nominal_lookup(values: list[str]) -> np.ndarray:
@@ -72,12 +94,86 @@ def _nominal_lookup(values: list[str]) -> np.ndarray:
         return np.arange(len(values), dtype=np.float64)
 
 
+def _read_dense_numeric(path: Path, header: _Header) -> np.ndarray | None:
+    """Fast path (pandas' C parser) for dense files whose every value is a number.
+
+    Returns the (n, n_attributes) float64 table with NaN for ``?``, or None when the file needs
+    the general parser (string attributes, non-numeric nominal values, quoting, ...).
+    """
+    if header.sparse:
+        return None
+    for _, kind in header.attributes:
+        # a nominal value that is a number is read as that number: no index lookup needed
+        if not (_is_numeric_attribute(kind) or (isinstance(kind, list) and _numeric_values(kind))):
+            return None
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(
+            path, skiprows=header.data_line + 1, header=None, comment="%", na_values=["?"],
+            skipinitialspace=True, dtype=np.float64, skip_blank_lines=True, engine="c",
+        ).to_numpy()  # fmt: skip
+    except (ValueError, pd.errors.ParserError):
+        return None
+    if table.shape != (header.n_rows, len(header.attributes)):
+        return None
+    return table
+
+
+def _numeric_values(values: list[str]) -> bool:
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return False
+    return True
+
+
+def _read_general(path: Path, header: _Header, wanted: list[int]) -> dict[int, np.ndarray]:
+    """liac-arff for anything (sparse rows, nominal words, quoted values): decoded columns."""
+    import arff
+    import scipy.sparse as sp
+
+    n_attr = len(header.attributes)
+    with open(path, encoding="utf-8") as fh:
+        # encode_nominal: nominal values arrive as indices, so sparse rows decode to numbers
+        parsed = arff.load(fh, encode_nominal=True, return_type=arff.COO if header.sparse else arff.DENSE)
+    if header.sparse:
+        values, rows, cols = parsed["data"]
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        usable = np.zeros(n_attr, dtype=bool)
+        usable[wanted] = True
+        keep = usable[cols]
+        vals = np.array(
+            [np.nan if v is None else v for v, k in zip(values, keep, strict=True) if k],
+            dtype=np.float64,
+        )
+        table = sp.csc_matrix((vals, (rows[keep], cols[keep])), shape=(header.n_rows, n_attr))
+        raw = {j: table[:, j].toarray().ravel() for j in wanted}
+    else:
+        table_obj = np.array(parsed["data"], dtype=object).reshape(len(parsed["data"]), n_attr)
+        raw = {
+            j: np.array([np.nan if v is None else v for v in table_obj[:, j]], dtype=np.float64)
+            for j in wanted
+        }
+    for j in wanted:  # nominal value index -> the value it stands for
+        kind = header.attributes[j][1]
+        if isinstance(kind, list):
+            col = raw[j]
+            ok = ~np.isnan(col)
+            out = np.full_like(col, np.nan)
+            out[ok] = _nominal_lookup(kind)[col[ok].astype(np.int64)]
+            raw[j] = out
+    return raw
+
+
 def load_mulan(
     arff_path: str | os.PathLike[str],
     xml_path: str | os.PathLike[str],
     *,
     name: str | None = None,
     split: str = "train",
+    fast: bool = True,
 ) -> MultilabelDataset:
     """Load a MULAN ARFF file with the labels named in its XML file.
 
@@ -91,6 +187,9 @@ def load_mulan(
         Data set name for the result; defaults to the XML file's stem.
     split : str
         Split name for the result.
+    fast : bool
+        Read dense all-numeric files with pandas' C parser (same result, much faster); False
+        always uses liac-arff.
 
     Returns
     -------
@@ -103,74 +202,33 @@ def load_mulan(
         If a label named in the XML is not an attribute of the ARFF file, a label value is not
         0/1, or a label is missing (``?``).
     """
-    # imported here so that importing lsnpc.data (e.g. for the CLI) stays fast
-    import arff  # liac-arff: parses dense and sparse ARFF
-    import scipy.sparse as sp
-
     arff_path, xml_path = Path(arff_path), Path(xml_path)
     label_set = set(read_mulan_label_names(xml_path))
-    sparse, n_rows = _scan_data_section(arff_path)
-    with open(arff_path, encoding="utf-8") as fh:
-        # encode_nominal: nominal values arrive as indices, so sparse rows decode to numbers
-        parsed = arff.load(fh, encode_nominal=True, return_type=arff.COO if sparse else arff.DENSE)
-    attributes: list[tuple[str, object]] = parsed["attributes"]
-    attr_names = [a for a, _ in attributes]
+    header = _parse_header(arff_path)
+    attr_names = [a for a, _ in header.attributes]
     missing = sorted(label_set - set(attr_names))
     if missing:
         raise ValueError(
             f"{xml_path.name} names labels that are not attributes of {arff_path.name}: {missing[:10]}"
         )
-
-    def is_usable(kind: object) -> bool:  # numeric or nominal, not string/date
-        return isinstance(kind, list) or str(kind).upper() in ("NUMERIC", "REAL", "INTEGER")
-
     label_cols = [j for j, a in enumerate(attr_names) if a in label_set]
-    feature_cols = [
-        j for j, (a, kind) in enumerate(attributes) if a not in label_set and is_usable(kind)
+    feature_cols = [  # numeric or nominal; string and date attributes are not features
+        j
+        for j, (a, kind) in enumerate(header.attributes)
+        if a not in label_set and (isinstance(kind, list) or _is_numeric_attribute(kind))
     ]
-    lookups = {j: _nominal_lookup(kind) for j, (_, kind) in enumerate(attributes) if isinstance(kind, list)}
-    n_attr = len(attributes)
-
-    if sparse:
-        values, rows, cols = parsed["data"]
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
-        n = n_rows
-        usable = np.zeros(n_attr, dtype=bool)
-        usable[label_cols + feature_cols] = True
-        keep = usable[cols]
-        vals = np.array(
-            [np.nan if v is None else v for v, k in zip(values, keep, strict=True) if k],
-            dtype=np.float64,
-        )
-        table = sp.csc_matrix((vals, (rows[keep], cols[keep])), shape=(n, n_attr))
-
-        def column(j: int) -> np.ndarray:
-            return table[:, j].toarray().ravel()
+    table = _read_dense_numeric(arff_path, header) if fast else None
+    if table is not None:
+        X = table[:, feature_cols].astype(np.float32)
+        Y = table[:, label_cols]
     else:
-        rows_data = parsed["data"]
-        n = len(rows_data)
-        table_obj = np.array(rows_data, dtype=object).reshape(n, n_attr)
-
-        def column(j: int) -> np.ndarray:
-            col = table_obj[:, j]
-            return np.array([np.nan if v is None else v for v in col], dtype=np.float64)
-
-    def decoded(j: int) -> np.ndarray:
-        col = column(j)
-        if j in lookups:
-            ok = ~np.isnan(col)
-            out = np.full_like(col, np.nan)
-            out[ok] = lookups[j][col[ok].astype(np.int64)]
-            return out
-        return col
-
-    X = np.empty((n, len(feature_cols)), dtype=np.float32)
-    for out_j, j in enumerate(feature_cols):
-        X[:, out_j] = decoded(j)
-    Y = np.empty((n, len(label_cols)), dtype=np.float64)
-    for out_j, j in enumerate(label_cols):
-        Y[:, out_j] = decoded(j)
+        columns = _read_general(arff_path, header, label_cols + feature_cols)
+        X = np.empty((header.n_rows, len(feature_cols)), dtype=np.float32)
+        for out_j, j in enumerate(feature_cols):
+            X[:, out_j] = columns[j]
+        Y = np.empty((header.n_rows, len(label_cols)), dtype=np.float64)
+        for out_j, j in enumerate(label_cols):
+            Y[:, out_j] = columns[j]
     if np.isnan(Y).any():
         raise ValueError(f"{arff_path.name} has missing ('?') label values")
     if not np.isin(Y, (0.0, 1.0)).all():
