@@ -12,9 +12,6 @@ import pytest
 
 from lsnpc.data import VOC_CLASSES, load_coco, load_dataset, load_goemotions, load_voc
 
-PIL = pytest.importorskip("PIL.Image", reason="Pillow (lsnpc[vision]) is needed to write test JPEGs")
-
-
 def test_goemotions(shared_data: Path) -> None:
     sizes = {"train": 43410, "val": 5426, "test": 5427}
     for split, n in sizes.items():
@@ -58,10 +55,11 @@ def test_tomato(shared_data: Path) -> None:
 @pytest.fixture(scope="module")
 def voc_root(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A VOC2007 devkit tree: the real label files plus a small JPEG per trainval image."""
+    image = pytest.importorskip("PIL.Image", reason="Pillow (lsnpc[vision]) writes the test JPEGs")
     root = tmp_path_factory.mktemp("voc") / "VOCdevkit" / "VOC2007"
     shutil.copytree(shared_data / "voc2007-labels" / "ImageSets", root / "ImageSets")
     buf = io.BytesIO()
-    PIL.new("RGB", (8, 6), (200, 30, 30)).save(buf, format="JPEG")
+    image.new("RGB", (8, 6), (200, 30, 30)).save(buf, format="JPEG")
     jpeg = buf.getvalue()
     images = root / "JPEGImages"
     images.mkdir()
@@ -80,7 +78,9 @@ def test_voc2007_devkit_tree(voc_root: Path) -> None:
     ds = load_dataset("voc2007", "train", data_home=data_home)
     assert ds.Y.shape == (5011, 20) and len(ds.X) == 5011 and ds.label_names == list(VOC_CLASSES)
     assert all(Path(p).is_file() for p in ds.X)
-    with PIL.open(ds.X[0]) as im:
+    from PIL import Image
+
+    with Image.open(ds.X[0]) as im:
         assert im.size == (8, 6)
     main = voc_root / "ImageSets" / "Main"
     # difficult-only (flag 0) entries count as positive
