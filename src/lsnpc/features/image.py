@@ -33,6 +33,7 @@ from torch import nn
 
 from lsnpc._torch import resolve_device, seeded
 from lsnpc._validation import check_in_choices, check_scalar
+from lsnpc.features._threads import torch_threads
 from lsnpc.features.weights import (
     PRETRAINED,
     STATE_DICT_SUFFIXES,
@@ -129,6 +130,9 @@ class ImageEncoder:
         Download cache; default ``$LSNPC_CACHE/weights`` or the user cache dir.
     num_workers : int
         Threads that open and resize images while the network runs.
+    num_threads : int or None
+        torch intra-op threads during each forward pass (restored after); None keeps torch's
+        setting.
     progress : bool
         Show a progress bar while downloading weights.
     """
@@ -145,6 +149,7 @@ class ImageEncoder:
         seed: int = 0,
         weights_dir: str | os.PathLike[str] | None = None,
         num_workers: int = 4,
+        num_threads: int | None = None,
         progress: bool = True,
     ) -> None:
         check_in_choices(backbone, "backbone", list(IMAGE_BACKBONES))
@@ -159,6 +164,8 @@ class ImageEncoder:
                 f"got image_size={image_size}"
             )
         check_scalar(num_workers, "num_workers", kind=int, low=1)
+        if num_threads is not None:
+            check_scalar(num_threads, "num_threads", kind=int, low=1)
         self.backbone = backbone
         self.weights = weights
         self.output = output
@@ -166,6 +173,7 @@ class ImageEncoder:
         self.seed = seed
         self.weights_dir = weights_dir
         self.num_workers = num_workers
+        self.num_threads = num_threads
         self.progress = progress
         self._spec = spec
         self._weights_kind, self._weights_ref = self._classify_weights(weights)
@@ -217,6 +225,7 @@ class ImageEncoder:
             seed=self.seed,
             weights_dir=self.weights_dir,
             num_workers=self.num_workers,
+            num_threads=self.num_threads,
             progress=self.progress,
         )
         other._model = self._model
@@ -333,7 +342,7 @@ class ImageEncoder:
                 if upcoming is not None:
                     pending.append(submit(upcoming))
                 pixels = torch.from_numpy(np.stack([f.result() for f in futures]))
-                with torch.inference_mode():
+                with torch.inference_mode(), torch_threads(self.num_threads):
                     out = self._forward(_normalise(pixels, dev))
                 yield out.float().cpu().numpy()
 

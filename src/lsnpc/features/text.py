@@ -26,6 +26,7 @@ import torch
 
 from lsnpc._torch import resolve_device
 from lsnpc._validation import check_scalar
+from lsnpc.features._threads import torch_threads
 from lsnpc.features.download import sha256_file
 
 __all__ = ["TextEncoder", "encode_texts", "resolve_text_model"]
@@ -94,6 +95,8 @@ class TextEncoder:
         Scale every embedding to unit L2 norm (cosine similarity becomes a dot product).
     allow_download : bool
         Let sentence-transformers fetch a model missing locally from the Hugging Face hub.
+    num_threads : int or None
+        torch intra-op threads while encoding (restored after); None keeps torch's setting.
 
     The model is loaded on first use.
     """
@@ -107,10 +110,14 @@ class TextEncoder:
         *,
         normalize: bool = True,
         allow_download: bool = False,
+        num_threads: int | None = None,
     ) -> None:
+        if num_threads is not None:
+            check_scalar(num_threads, "num_threads", kind=int, low=1)
         self.model_name = model
         self.normalize = normalize
         self.allow_download = allow_download
+        self.num_threads = num_threads
         self._source = resolve_text_model(model)
         self._model: Any = None
 
@@ -173,14 +180,15 @@ class TextEncoder:
         model = self.model.to(dev)
         block = batch_size * _BATCHES_PER_BLOCK
         for start in range(0, len(items), block):
-            out = model.encode(
-                items[start : start + block],
-                batch_size=batch_size,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-                normalize_embeddings=self.normalize,
-                device=str(dev),
-            )
+            with torch_threads(self.num_threads):
+                out = model.encode(
+                    items[start : start + block],
+                    batch_size=batch_size,
+                    show_progress_bar=False,
+                    convert_to_numpy=True,
+                    normalize_embeddings=self.normalize,
+                    device=str(dev),
+                )
             yield np.asarray(out, dtype=np.float32)
 
     def encode(
@@ -210,6 +218,7 @@ def encode_texts(
     batch_size: int = 64,
     device: str | torch.device = "cpu",
     normalize: bool = True,
+    num_threads: int | None = None,
 ) -> np.ndarray:
     """Embed texts with a sentence-transformers model, offline.
 
@@ -224,6 +233,8 @@ def encode_texts(
         ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
     normalize : bool
         Unit-L2-normalise each embedding.
+    num_threads : int or None
+        torch intra-op threads while encoding; None keeps torch's setting.
 
     Returns
     -------
@@ -235,5 +246,5 @@ def encode_texts(
     >>> X.shape
     (2, 384)
     """
-    encoder = TextEncoder(model, normalize=normalize)
+    encoder = TextEncoder(model, normalize=normalize, num_threads=num_threads)
     return encoder.encode(texts, batch_size=batch_size, device=device)
