@@ -32,9 +32,8 @@ __all__ = ["NetClassifier", "Standardize", "micro_f1", "batch_indices"]
 class Standardize(nn.Module):
     """Subtract a per-feature mean and divide by a per-feature scale (both fixed buffers).
 
-    ``mean`` and ``scale`` broadcast against the input, e.g. shape (d,) for (batch, d) inputs or
-    (C, 1, 1) for (batch, C, H, W) maps. Being buffers, they travel with ``state_dict`` and with
-    ``copy.deepcopy``, so a trunk that contains this module maps *raw* inputs.
+    ``mean`` and ``scale`` (d,) broadcast against the last axis of the input. Being buffers, they
+    travel with ``state_dict`` and ``copy.deepcopy``, so a trunk holding this module maps *raw* X.
     """
 
     def __init__(self, mean: torch.Tensor, scale: torch.Tensor) -> None:
@@ -47,17 +46,14 @@ class Standardize(nn.Module):
 
 
 def standardize_stats(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-feature (per-channel for maps) mean and scale of ``X`` (n, d) or (n, C, H, W).
+    """Per-feature mean and scale (d,) of ``X`` (n, d), or per-channel (C,) of maps (n, C, H, W).
 
-    Returned with singleton spatial axes for maps so they broadcast over (batch, C, H, W).
     A constant feature gets scale 1 rather than a division by zero.
     """
     axes = (0,) if X.ndim == 2 else (0, 2, 3)
     mean = X.mean(axis=axes, dtype=np.float64)
     scale = X.std(axis=axes, dtype=np.float64)
     scale[scale < 1e-8] = 1.0
-    if X.ndim == 4:
-        mean, scale = mean[:, None, None], scale[:, None, None]
     return (
         torch.as_tensor(mean, dtype=torch.float32),
         torch.as_tensor(scale, dtype=torch.float32),
@@ -245,6 +241,9 @@ class NetClassifier:
                 loss = self._batch_loss(network, xb, yb)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                max_norm = getattr(self, "max_grad_norm", None)
+                if max_norm is not None:
+                    nn.utils.clip_grad_norm_(network.parameters(), max_norm)
                 optimizer.step()
                 total += loss.detach() * len(idx)
             history["train_loss"].append(float(total) / n)
