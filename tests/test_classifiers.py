@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from lsnpc._validation import NotFittedError
-from lsnpc.classifiers import ADDGCN, MLPClassifier
+from lsnpc.classifiers import ADDGCN, HLC, MLPClassifier
+from lsnpc.classifiers.hlc import holistic_correction, holistic_scores
 from tests.conftest import make_toy_multilabel
 
 
@@ -43,7 +44,13 @@ def fast_addgcn(**kw) -> ADDGCN:
     return ADDGCN(**params)
 
 
-FACTORIES = {"mlp": fast_mlp, "addgcn": fast_addgcn}
+def fast_hlc(**kw) -> HLC:
+    params = dict(hidden_dim=16, epochs=12, batch_size=64, lr=3e-3, start=8, random_state=0)
+    params.update(kw)
+    return HLC(**params)
+
+
+FACTORIES = {"mlp": fast_mlp, "addgcn": fast_addgcn, "hlc": fast_hlc}
 
 
 @pytest.fixture(scope="module")
@@ -306,6 +313,87 @@ def test_addgcn_bad_architecture_raises(param, value):
     X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
     with pytest.raises(ValueError, match=param):
         ADDGCN(**{param: value}).fit(X, Y)
+
+
+# ---------------------------------------------------------------------------- HLC
+def move_positives(Y: np.ndarray, rate: float, seed: int) -> np.ndarray:
+    """Symmetric multilabel noise: each positive moves to a random free label with prob. ``rate``."""
+    rng = np.random.default_rng(seed)
+    noisy = Y.copy()
+    for i in range(len(Y)):
+        for j in np.flatnonzero(Y[i]):
+            free = np.flatnonzero(noisy[i] == 0)
+            if rng.random() < rate and len(free):
+                noisy[i, j] = 0
+                noisy[i, rng.choice(free)] = 1
+    return noisy
+
+
+@pytest.fixture(scope="module")
+def noisy_toy():
+    X, Y = make_toy_multilabel(n=600, d=6, n_labels=5, seed=4)
+    return X, Y, move_positives(Y, 0.3, seed=0)
+
+
+def test_hlc_corrections_move_labels_towards_truth(noisy_toy):
+    X, Y, Y_noisy = noisy_toy
+    clf = HLC(hidden_dim=32, epochs=10, start=6, lr=5e-3, random_state=0).fit(X, Y_noisy)
+    assert clf.n_corrected_.shape == (10,)
+    assert clf.n_corrected_[:6].sum() == 0 and clf.n_corrected_.sum() > 0
+    assert clf.history_["n_corrected"] == clf.n_corrected_.tolist()
+    # corrections keep the number of positives per sample
+    np.testing.assert_array_equal(clf.corrected_labels_.sum(1), Y_noisy.sum(1))
+    errors_before = int((Y_noisy != Y).sum())
+    errors_after = int((clf.corrected_labels_ != Y).sum())
+    assert errors_after < errors_before * 0.95
+
+
+def test_hlc_with_zero_delta_is_addgcn(noisy_toy):
+    X, _, Y_noisy = noisy_toy
+    hlc = fast_hlc(epochs=3, start=0, delta=0.0).fit(X[:200], Y_noisy[:200])
+    add = fast_addgcn(epochs=3).fit(X[:200], Y_noisy[:200])
+    assert hlc.n_corrected_.tolist() == [0, 0, 0]
+    np.testing.assert_array_equal(hlc.corrected_labels_, Y_noisy[:200])
+    np.testing.assert_array_equal(hlc.predict_proba(X[200:]), add.predict_proba(X[200:]))
+
+
+def test_hlc_delta_schedule_is_the_authors():
+    clf = HLC(delta=0.4, start=5, delta_decay=0.2)
+    expected = [0.0] * 5 + [0.4 * max(0.0, 0.2 * (10 - e)) for e in range(5, 14)]
+    np.testing.assert_allclose([clf.delta_at(e) for e in range(14)], expected, atol=1e-12)
+    assert HLC(delta=0.3, start=2, delta_decay=0.0).delta_at(40) == 0.3
+
+
+def test_holistic_scores_by_hand():
+    probs = torch.tensor([[0.9, 0.2, 0.6]])
+    adjacency = torch.tensor([[[0.5, 0.1, 0.3], [0.7, 0.5, 0.2], [0.9, 0.4, 0.5]]])
+    sets = torch.tensor([[1.0, 0.0, 1.0]])
+    # beta * mean(0.9, 0.6) + (1 - beta) * mean(A[0,2], A[2,0])
+    expected = 0.25 * 0.75 + 0.75 * (0.3 + 0.9) / 2
+    assert holistic_scores(probs, adjacency, sets, 0.25).item() == pytest.approx(expected)
+    # a single label has no pair: only the instance term counts
+    single = torch.tensor([[0.0, 1.0, 0.0]])
+    assert holistic_scores(probs, adjacency, single, 0.25).item() == pytest.approx(0.25 * 0.2)
+
+
+def test_holistic_correction_rule():
+    probs = torch.tensor([[0.9, 0.1, 0.2], [0.9, 0.1, 0.2], [0.5, 0.45, 0.2], [0.9, 0.1, 0.2]])
+    adjacency = torch.full((4, 3, 3), 0.5)
+    labels = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    new, corrected = holistic_correction(probs, adjacency, labels, delta=0.4, beta=0.5)
+    # 0: ratio 0.1/0.9 <= 0.4 -> replaced by the top-1 label; 1: already the prediction;
+    # 2: ratio 0.45/0.5 > 0.4 -> kept; 3: no positives -> kept
+    assert corrected.tolist() == [True, False, False, False]
+    np.testing.assert_array_equal(new.numpy(), [[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0]])
+
+
+@pytest.mark.parametrize(
+    "param, value", [("start", -1), ("delta", 1.5), ("delta_decay", -0.1), ("beta", 2.0)]
+)
+def test_hlc_bad_hyperparameter_raises(param, value):
+    X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
+    with pytest.raises(ValueError, match=param):
+        HLC(**{param: value}).fit(X, Y)
 
 
 # ---------------------------------------------------------------------------- real data
