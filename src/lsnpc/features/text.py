@@ -165,7 +165,10 @@ class TextEncoder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        model = self.model
+        # renamed in sentence-transformers 5.x; the old name warns there
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
 
     def __repr__(self) -> str:
         return f"TextEncoder({self.model_name!r}, normalize={self.normalize})"
