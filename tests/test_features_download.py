@@ -10,7 +10,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from lsnpc.features import ChecksumError, WeightSource, download_file, fetch_weights, sha256_file
+from lsnpc.features import WeightSource, fetch_weights, sha256_file
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -38,56 +38,57 @@ def _leftovers(folder):
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
-def test_download_checks_the_sha256_and_writes_the_file(http_server, tmp_path):
+def _source(url: str, name: str, sha256: str | None) -> WeightSource:
+    return WeightSource(url=f"{url}/{name}", sha256=sha256, filename=name, tag="t")
+
+
+def test_fetch_checks_the_sha256_and_writes_the_file(http_server, tmp_path):
     root, url = http_server
-    payload = np.random.default_rng(0).bytes(3 * (1 << 20) + 123)  # several read chunks
+    payload = np.random.default_rng(0).bytes(3 * (1 << 16) + 123)  # several read chunks
     (root / "w.bin").write_bytes(payload)
-    dest = tmp_path / "cache" / "w.bin"
-    out = download_file(
-        f"{url}/w.bin", dest, sha256=hashlib.sha256(payload).hexdigest(), progress=True
-    )
-    assert out == dest and dest.read_bytes() == payload
-    assert _leftovers(dest.parent) == ["w.bin"]  # no temporary file left beside it
+    cache = tmp_path / "cache"
+    source = _source(url, "w.bin", hashlib.sha256(payload).hexdigest())
+    out = fetch_weights(source, cache_dir=cache, progress=True)
+    assert out == cache / "w.bin" and out.read_bytes() == payload
+    assert _leftovers(cache) == ["w.bin"]  # no temporary file left beside it
 
 
 def test_checksum_failure_leaves_nothing_behind(http_server, tmp_path):
+    from lsnpc.data.download import ChecksumMismatchError
+
     root, url = http_server
     (root / "w.bin").write_bytes(b"tampered weights")
-    dest = tmp_path / "cache" / "w.bin"
-    with pytest.raises(ChecksumError, match="checksum mismatch"):
-        download_file(f"{url}/w.bin", dest, sha256="0" * 64, progress=False)
-    assert not dest.exists()
-    assert _leftovers(dest.parent) == []
+    cache = tmp_path / "cache"
+    with pytest.raises(ChecksumMismatchError, match="mismatch"):
+        fetch_weights(_source(url, "w.bin", "0" * 64), cache_dir=cache, progress=False)
+    assert _leftovers(cache) == []
 
 
 def test_a_good_cached_file_is_not_fetched_again_and_a_bad_one_is(http_server, tmp_path):
     root, url = http_server
-    (root / "w.bin").write_bytes(b"good")
     good = hashlib.sha256(b"good").hexdigest()
-    dest = tmp_path / "w.bin"
-    dest.write_bytes(b"good")
-    # the URL does not exist, so any fetch would fail: a verified file is reused
-    assert download_file(f"{url}/missing.bin", dest, sha256=good, progress=False) == dest
-    dest.write_bytes(b"corrupted")
-    download_file(f"{url}/w.bin", dest, sha256=good, progress=False)
-    assert dest.read_bytes() == b"good"
+    (tmp_path / "w.bin").write_bytes(b"good")
+    # nothing is served, so any fetch would fail: a verified file is reused
+    assert fetch_weights(_source(url, "w.bin", good), cache_dir=tmp_path, progress=False).is_file()
+    (tmp_path / "w.bin").write_bytes(b"corrupted")
+    (root / "w.bin").write_bytes(b"good")
+    fetch_weights(_source(url, "w.bin", good), cache_dir=tmp_path, progress=False)
+    assert (tmp_path / "w.bin").read_bytes() == b"good"
 
 
-def test_unreachable_or_missing_urls_raise_connection_error(http_server, tmp_path):
+def test_unreachable_or_missing_urls_raise_a_connection_error_saying_what_to_do(http_server, tmp_path):
     _, url = http_server
-    with pytest.raises(ConnectionError, match="could not download .*pass its local path"):
-        download_file(f"{url}/nope.bin", tmp_path / "x.bin", sha256="0" * 64, progress=False)
-    assert not (tmp_path / "x.bin").exists()
+    with pytest.raises(ConnectionError, match="could not download .*local path as weights="):
+        fetch_weights(_source(url, "nope.bin", "0" * 64), cache_dir=tmp_path, progress=False)
+    assert _leftovers(tmp_path) == ["served"]
 
 
-def test_unverified_download_warns_and_a_malformed_digest_is_refused(http_server, tmp_path):
+def test_unverified_download_warns_but_keeps_the_file(http_server, tmp_path):
     root, url = http_server
     (root / "w.bin").write_bytes(b"abc")
-    with pytest.warns(UserWarning, match="without a known SHA-256"):
-        download_file(f"{url}/w.bin", tmp_path / "w.bin", sha256=None, progress=False)
-    assert sha256_file(tmp_path / "w.bin") == hashlib.sha256(b"abc").hexdigest()
-    with pytest.raises(ValueError, match="64 hexadecimal"):
-        download_file(f"{url}/w.bin", tmp_path / "v.bin", sha256="abc", progress=False)
+    with pytest.warns(UserWarning, match="not verified"):
+        out = fetch_weights(_source(url, "w.bin", None), cache_dir=tmp_path / "c", progress=False)
+    assert sha256_file(out) == hashlib.sha256(b"abc").hexdigest()
 
 
 def test_image_encoder_downloads_registered_style_weights_once(http_server, tmp_path):

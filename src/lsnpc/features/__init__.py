@@ -16,13 +16,17 @@ from typing import Any
 
 from lsnpc.features._paths import default_cache_dir
 from lsnpc.features.cache import Encoder, extract_features, feature_cache_path
-from lsnpc.features.download import ChecksumError, download_file, sha256_file
 from lsnpc.features.image import IMAGE_BACKBONES, ImageEncoder, load_image, preprocess_images
 from lsnpc.features.text import TextEncoder, encode_texts, resolve_text_model
-from lsnpc.features.weights import PRETRAINED, WeightSource, fetch_weights, load_state_dict_file
+from lsnpc.features.weights import (
+    PRETRAINED,
+    WeightSource,
+    fetch_weights,
+    load_state_dict_file,
+    sha256_file,
+)
 
 __all__ = [
-    "ChecksumError",
     "Encoder",
     "IMAGE_BACKBONES",
     "ImageEncoder",
@@ -30,7 +34,6 @@ __all__ = [
     "TextEncoder",
     "WeightSource",
     "default_cache_dir",
-    "download_file",
     "encode_texts",
     "extract_features",
     "feature_cache_path",

@@ -14,9 +14,15 @@ from pathlib import Path
 import torch
 
 from lsnpc.features._paths import resolve_cache_dir
-from lsnpc.features.download import download_file, sha256_file
 
-__all__ = ["WeightSource", "PRETRAINED", "pretrained_source", "load_state_dict_file", "fetch_weights"]
+__all__ = [
+    "WeightSource",
+    "PRETRAINED",
+    "pretrained_source",
+    "load_state_dict_file",
+    "fetch_weights",
+    "sha256_file",
+]
 
 STATE_DICT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin")
 
@@ -110,10 +116,41 @@ def fetch_weights(
 ) -> Path:
     """Download ``source`` into the weights cache (once) and return the local file's path.
 
-    ``cache_dir`` defaults to ``$LSNPC_CACHE/weights`` (or the user cache dir's ``weights``).
+    A file already in the cache is used when its SHA-256 matches (any file is accepted for an
+    unverified source); a file that does not match is downloaded again. The download itself is
+    the project's single download function, :func:`lsnpc.data.download.download_file`
+    (Rich progress bar, checksum checked before the file appears under its name).
+
+    Parameters
+    ----------
+    source : WeightSource
+    cache_dir : path or None
+        Default ``$LSNPC_CACHE/weights`` (or the user cache dir's ``weights``).
+    progress : bool
+        Show the download's progress bar.
+
+    Raises
+    ------
+    lsnpc.data.download.ChecksumMismatchError
+        The downloaded bytes do not match ``source.sha256``; nothing is kept.
+    ConnectionError
+        The file could not be fetched (offline, HTTP error); the message says what to do.
     """
-    folder = resolve_cache_dir(cache_dir, "weights")
-    return download_file(source.url, folder / source.filename, sha256=source.sha256, progress=progress)
+    from lsnpc.data.download import ChecksumMismatchError, download_file, sha256_of
+
+    target = resolve_cache_dir(cache_dir, "weights") / source.filename
+    if target.is_file() and (source.sha256 is None or sha256_of(target) == source.sha256):
+        return target
+    try:
+        return download_file(source.url, target, sha256=source.sha256, progress=progress)
+    except ChecksumMismatchError:
+        raise
+    except OSError as exc:  # urllib's URLError/HTTPError are OSErrors
+        raise ConnectionError(
+            f"could not download {source.url}: {exc}. If this machine is offline, fetch the "
+            f"file elsewhere, check its sha256 ({source.sha256 or 'not published'}), and pass "
+            f"its local path as weights=... (or put it at {target})."
+        ) from exc
 
 
 def load_state_dict_file(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
@@ -146,6 +183,13 @@ def load_state_dict_file(path: str | os.PathLike[str]) -> dict[str, torch.Tensor
     if state and all(k.startswith("module.") for k in state):
         state = {k[len("module."):]: v for k, v in state.items()}
     return state
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    from lsnpc.data.download import sha256_of
+
+    return sha256_of(path)
 
 
 def file_weights_id(path: str | os.PathLike[str]) -> str:
