@@ -1,0 +1,28 @@
+"""Baseline post-processors that share LSNPC's interface.
+
+- :class:`KNNCorrector`: the paper's per-label k-NN over confident predictions (returns probabilities).
+- :class:`NPCCorrector`: the direct multilabel extension of NPC (section 3 of the paper).
+
+Both: ``fit(X, pred_probs, *, X_clean=None, y_clean=None, pred_probs_clean=None)``,
+``predict_proba(X, pred_probs)``, ``predict(X, pred_probs, threshold=0.5)``.
+NPCCorrector needs torch and is imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["KNNCorrector", "NPCCorrector"]
+
+_EXPORTS = {"KNNCorrector": "lsnpc.baselines.knn", "NPCCorrector": "lsnpc.baselines.npc"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'lsnpc.baselines' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,111 @@
+"""Input checks and the shared predict() of every baseline post-processor.
+
+The interface (shared with LSNPC):
+
+    fit(X, pred_probs, *, X_clean=None, y_clean=None, pred_probs_clean=None) -> self
+    predict_proba(X, pred_probs) -> (n, L) probabilities
+    predict(X, pred_probs, threshold=0.5) -> (n, L) of 0/1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from lsnpc._validation import (
+    check_array,
+    check_binary_labels,
+    check_is_fitted,
+    check_n_features,
+    check_probabilities,
+    check_same_n_samples,
+    check_scalar,
+)
+
+
+@dataclass(frozen=True)
+class FitData:
+    """Validated fit inputs: X (n, d) float32, pred_probs (n, L) float32, optional clean set."""
+
+    X: np.ndarray
+    pred_probs: np.ndarray
+    X_clean: np.ndarray | None
+    y_clean: np.ndarray | None
+    pred_probs_clean: np.ndarray | None
+
+    @property
+    def has_clean(self) -> bool:
+        return self.X_clean is not None
+
+
+def _check_pair(X: Any, pred_probs: Any, x_name: str, p_name: str) -> tuple[np.ndarray, np.ndarray]:
+    X = check_array(X, x_name, ndim=2, dtype=np.float32)
+    pred_probs = check_probabilities(pred_probs, p_name)
+    check_same_n_samples(**{x_name: X, p_name: pred_probs})
+    return X, pred_probs
+
+
+def validate_fit(
+    X: Any,
+    pred_probs: Any,
+    X_clean: Any = None,
+    y_clean: Any = None,
+    pred_probs_clean: Any = None,
+) -> FitData:
+    """Check the fit arguments; the clean set is all three of X_clean, y_clean, pred_probs_clean."""
+    X, pred_probs = _check_pair(X, pred_probs, "X", "pred_probs")
+    given = {
+        "X_clean": X_clean is not None,
+        "y_clean": y_clean is not None,
+        "pred_probs_clean": pred_probs_clean is not None,
+    }
+    if not any(given.values()):
+        return FitData(X, pred_probs, None, None, None)
+    missing = [name for name, ok in given.items() if not ok]
+    if missing:
+        raise ValueError(
+            f"a clean set needs X_clean, y_clean and pred_probs_clean together; missing: "
+            f"{', '.join(missing)}"
+        )
+    X_clean, pred_probs_clean = _check_pair(X_clean, pred_probs_clean, "X_clean", "pred_probs_clean")
+    y_clean = check_binary_labels(y_clean, "y_clean")
+    check_same_n_samples(X_clean=X_clean, y_clean=y_clean, pred_probs_clean=pred_probs_clean)
+    if X_clean.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"X_clean has {X_clean.shape[1]} features but X has {X.shape[1]}: they must match"
+        )
+    for name, arr in (("y_clean", y_clean), ("pred_probs_clean", pred_probs_clean)):
+        if arr.shape[1] != pred_probs.shape[1]:
+            raise ValueError(
+                f"{name} has {arr.shape[1]} labels but pred_probs has {pred_probs.shape[1]}: "
+                "they must match"
+            )
+    return FitData(X, pred_probs, X_clean, y_clean, pred_probs_clean)
+
+
+class PostProcessorMixin:
+    """predict_proba-input checks and a thresholding predict() for fitted post-processors.
+
+    Subclasses set ``n_features_in_`` and ``n_labels_`` in fit and implement ``predict_proba``.
+    """
+
+    n_features_in_: int
+    n_labels_: int
+
+    def _validate_predict(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
+        check_is_fitted(self, "n_labels_")
+        X, pred_probs = _check_pair(X, pred_probs, "X", "pred_probs")
+        check_n_features(X, "X", self.n_features_in_, "features")
+        check_n_features(pred_probs, "pred_probs", self.n_labels_, "labels")
+        return X, pred_probs
+
+    def predict_proba(self, X: Any, pred_probs: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def predict(self, X: Any, pred_probs: Any, threshold: float = 0.5) -> np.ndarray:
+        """Corrected hard labels, ``predict_proba(X, pred_probs) >= threshold``; shape (n, L), int64."""
+        threshold = float(check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0))
+        return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
