@@ -68,3 +68,17 @@ def test_texts_must_be_a_list_of_strings(minilm):
     with pytest.raises(ValueError, match="must all be str"):
         minilm.encode(["fine", 3])
     assert minilm.encode([]).shape == (0, 384)
+
+
+def test_text_datasets_are_extracted_and_cached(minilm, tmp_path):
+    from lsnpc.data import MultilabelDataset
+    from lsnpc.features import extract_features
+
+    data = MultilabelDataset(SENTENCES, np.eye(3, dtype=int), ["x", "y", "z"], "toytext", "dev", kind="texts")
+    first = extract_features(data, minilm, batch_size=2, cache_dir=tmp_path, progress=False)
+    again = extract_features(data, minilm, batch_size=2, cache_dir=tmp_path, progress=False)
+    assert isinstance(again, np.memmap) and again.shape == (3, 384)
+    np.testing.assert_allclose(first, minilm.encode(SENTENCES), atol=1e-5)
+    np.testing.assert_array_equal(first, again)
+    (entry,) = (tmp_path / "toytext" / "dev").iterdir()
+    assert entry.name.startswith("all-MiniLM-L6-v2__pooled__sha256-") and entry.suffix == ".npy"
