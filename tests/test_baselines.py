@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+
 import numpy as np
 import pytest
 import torch
@@ -51,7 +53,8 @@ def test_knn_equals_per_label_scikit_learn(weights, metric):
     # Label 2 is rarely confident, so the shared candidates are widened for many queries.
     P[:, 2] = np.where(rng.random(300) < 0.06, np.round(P[:, 2]), 0.5)
     Xq, Pq = rng.normal(size=(40, 5)), rng.random((40, 4))
-    out = KNNCorrector(n_neighbors=7, weights=weights, metric=metric).fit(X, P).predict_proba(Xq, Pq)
+    knn = KNNCorrector(n_neighbors=7, weights=weights, metric=metric).fit(X, P)
+    out = knn.predict_proba(Xq, Pq)
     assert out.shape == (40, 4) and out.dtype == np.float32
     for k in range(4):
         ref = _reference_knn(X, P, Xq, 7, weights, metric, label=k)
@@ -71,7 +74,8 @@ def test_knn_widening_search_matches_scikit_learn_on_a_sparse_label():
     out = knn.predict_proba(Xq, np.full((60, 2), 0.5))
     assert knn.n_train_per_label_.tolist() == [n, 12]
     for k in range(2):
-        np.testing.assert_allclose(out[:, k], _reference_knn(X, P, Xq, 5, "distance", "euclidean", label=k), atol=1e-6)
+        ref = _reference_knn(X, P, Xq, 5, "distance", "euclidean", label=k)
+        np.testing.assert_allclose(out[:, k], ref, atol=1e-6)
 
 
 def test_knn_returns_probabilities_not_hard_labels(noisy_problem):
@@ -111,12 +115,15 @@ def test_knn_clean_samples_join_with_their_true_labels():
     P = np.full((50, 2), 0.5)  # nothing confident: alone, every label falls back
     X_clean = rng.normal(size=(30, 2))
     y_clean = (X_clean[:, :2] > 0).astype(int)
-    knn = KNNCorrector(n_neighbors=5).fit(X, P, X_clean=X_clean, y_clean=y_clean, pred_probs_clean=np.full((30, 2), 0.5))
+    knn = KNNCorrector(n_neighbors=5).fit(
+        X, P, X_clean=X_clean, y_clean=y_clean, pred_probs_clean=np.full((30, 2), 0.5)
+    )
     assert not knn.fallback_labels_.any()
     Xq = rng.normal(size=(20, 2))
     out = knn.predict_proba(Xq, np.full((20, 2), 0.5))
     for k in range(2):
-        ref = KNeighborsClassifier(5, weights="distance").fit(X_clean, y_clean[:, k]).predict_proba(Xq)[:, 1]
+        ref_model = KNeighborsClassifier(5, weights="distance").fit(X_clean, y_clean[:, k])
+        ref = ref_model.predict_proba(Xq)[:, 1]
         np.testing.assert_allclose(out[:, k], ref, atol=1e-6)
 
 
@@ -167,7 +174,8 @@ def test_npc_same_seed_same_output_different_seed_different(fitted_npc, noisy_pr
 
 def test_npc_without_copula_and_predict_thresholds(noisy_problem):
     X, _, P, s = noisy_problem
-    npc = NPCCorrector(copula_rank=0, random_state=0, **{**FAST_NPC, "epochs": 2}).fit(X[:200], P[:200])
+    npc = NPCCorrector(copula_rank=0, random_state=0, **{**FAST_NPC, "epochs": 2})
+    npc.fit(X[:200], P[:200])
     proba = npc.predict_proba(X[:50], P[:50])
     np.testing.assert_array_equal(npc.predict(X[:50], P[:50], threshold=0.3), proba >= 0.3)
 
@@ -191,7 +199,9 @@ def test_npc_copula_correlates_label_samples():
 
 
 def _make(cls):
-    return KNNCorrector(n_neighbors=3) if cls is KNNCorrector else NPCCorrector(random_state=0, **{**FAST_NPC, "epochs": 1})
+    if cls is KNNCorrector:
+        return KNNCorrector(n_neighbors=3)
+    return NPCCorrector(random_state=0, **{**FAST_NPC, "epochs": 1})
 
 
 def _good(n=40, d=3, L=2, seed=0):
@@ -201,21 +211,34 @@ def _good(n=40, d=3, L=2, seed=0):
     return X, P
 
 
+def _with_nan(X):
+    X = X.copy()
+    X[0, 0] = np.nan
+    return X
+
+
+def _clean(X, P, **override):
+    """Clean-set keyword arguments (5 rows) with some replaced; None drops that argument."""
+    kwargs = {"X_clean": X[:5], "y_clean": np.round(P[:5]), "pred_probs_clean": P[:5], **override}
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
 @pytest.mark.parametrize("cls", [KNNCorrector, NPCCorrector])
 @pytest.mark.parametrize(
     "mutate, match",
     [
         (lambda X, P: (X[:-1], P, {}), "same number of samples"),
-        (lambda X, P: (np.where(np.arange(X.size).reshape(X.shape) == 0, np.nan, X), P, {}), "X contains NaN"),
+        (lambda X, P: (_with_nan(X), P, {}), "X contains NaN"),
         (lambda X, P: (X, P * 2, {}), "pred_probs must hold probabilities"),
         (lambda X, P: (X, np.where(P > 0.5, np.inf, P), {}), "pred_probs contains NaN or infinite"),
         (lambda X, P: (X, P[:, 0], {}), "pred_probs must be a 2-d"),
-        (lambda X, P: (X, P, {"X_clean": X[:5], "y_clean": np.round(P[:5])}), "pred_probs_clean"),
-        (lambda X, P: (X, P, {"X_clean": X[:5], "pred_probs_clean": P[:5]}), "y_clean"),
-        (lambda X, P: (X, P, {"X_clean": X[:5], "y_clean": P[:5], "pred_probs_clean": P[:5]}), "y_clean must hold only 0/1"),
-        (lambda X, P: (X, P, {"X_clean": X[:5, :2], "y_clean": np.round(P[:5]), "pred_probs_clean": P[:5]}), "X_clean has 2 features"),
-        (lambda X, P: (X, P, {"X_clean": X[:5], "y_clean": np.ones((5, 3)), "pred_probs_clean": P[:5]}), "y_clean has 3 labels"),
-        (lambda X, P: (X, P, {"X_clean": X[:5], "y_clean": np.round(P[:4]), "pred_probs_clean": P[:5]}), "same number of samples"),
+        (lambda X, P: (X, P, _clean(X, P, pred_probs_clean=None)), "pred_probs_clean"),
+        (lambda X, P: (X, P, _clean(X, P, y_clean=None)), "y_clean"),
+        (lambda X, P: (X, P, _clean(X, P, X_clean=None)), "X_clean"),
+        (lambda X, P: (X, P, _clean(X, P, y_clean=P[:5])), "y_clean must hold only 0/1"),
+        (lambda X, P: (X, P, _clean(X, P, X_clean=X[:5, :2])), "X_clean has 2 features"),
+        (lambda X, P: (X, P, _clean(X, P, y_clean=np.ones((5, 3)))), "y_clean has 3 labels"),
+        (lambda X, P: (X, P, _clean(X, P, y_clean=np.round(P[:4]))), "same number of samples"),
     ],
 )
 def test_fit_rejects_bad_inputs(cls, mutate, match):
@@ -273,3 +296,9 @@ def test_top_level_exports():
     import lsnpc
 
     assert lsnpc.KNNCorrector is KNNCorrector and lsnpc.NPCCorrector is NPCCorrector
+
+
+def test_docstring_examples_run():
+    import lsnpc.baselines.knn
+
+    assert doctest.testmod(lsnpc.baselines.knn).failed == 0

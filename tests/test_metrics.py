@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+
 import numpy as np
 import pytest
 from sklearn import metrics as skm
@@ -74,7 +76,9 @@ def test_threshold_is_inclusive_and_binarize():
     y = np.array([[1, 0], [0, 1]])
     p = np.array([[0.5, 0.49], [0.2, 0.5]])
     np.testing.assert_array_equal(M.binarize(p, 0.5), [[1, 0], [0, 1]])
-    assert M.micro_f1(y, p) == 1.0 and M.subset_accuracy(y, p) == 1.0 and M.hamming_loss(y, p) == 0.0
+    assert M.micro_f1(y, p) == 1.0
+    assert M.subset_accuracy(y, p) == 1.0
+    assert M.hamming_loss(y, p) == 0.0
 
 
 def test_perfect_and_worst_predictions():
@@ -124,3 +128,7 @@ def test_every_public_metric_validates():
                M.hamming_loss, M.subset_accuracy, M.mean_average_precision, M.per_label_f1):
         with pytest.raises(ValueError, match="probs"):
             fn(np.array([[1, 0]]), np.array([[0.5, -0.1]]))
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(M).failed == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 import subprocess
 import sys
@@ -48,7 +49,9 @@ def voc_labels(shared_data: Path) -> np.ndarray:
 # Small random label matrices with at most half the labels positive per row, so a collision-free
 # redraw is always likely.
 label_matrices = st.integers(2, 8).flatmap(
-    lambda L: arrays(np.int64, st.tuples(st.integers(1, 30), st.just(L)), elements=st.integers(0, 1))
+    lambda L: arrays(
+        np.int64, st.tuples(st.integers(1, 30), st.just(L)), elements=st.integers(0, 1)
+    )
 )
 
 
@@ -167,7 +170,8 @@ def test_input_is_not_modified_and_bool_input_works():
 
 def test_full_rows_are_left_unchanged_and_reported_without_hanging():
     Y = np.ones((4, 6), dtype=np.int64)
-    Y[3] = [1, 1, 1, 1, 1, 0]  # pairflip: only the whole run shifting (prob 0.9**5) or staying works
+    # pairflip on a run of 5: only a suffix of the run shifting avoids a collision.
+    Y[3] = [1, 1, 1, 1, 1, 0]
     start = time.perf_counter()
     Y_noisy, report = simulate_noise(Y, "pairflip", 0.9, random_state=0)
     assert time.perf_counter() - start < 5
@@ -270,7 +274,7 @@ def test_flip_allows_a_single_label_column():
         (np.array([1, 0, 1]), {"kind": "symmetric", "rate": 0.2}, "Y"),
         (np.array([[1.0, np.nan]]), {"kind": "flip", "rate": 0.2}, "Y"),
         (np.array([[1, 0], [0, 1]]), {"kind": "uniform", "rate": 0.2}, "kind"),
-        (np.array([[1, 0], [0, 1]]), {"kind": "flip", "rate": 0.2, "random_state": -1}, "random_state"),
+        (np.eye(2), {"kind": "flip", "rate": 0.2, "random_state": -1}, "random_state"),
     ],
 )
 def test_bad_arguments_raise_value_errors_naming_them(Y, kwargs, match):
@@ -296,5 +300,11 @@ def test_top_level_reexport_and_no_torch_import():
 
     assert lsnpc.simulate_noise is simulate_noise
     assert lsnpc.transition_matrix is transition_matrix
-    code = "import sys, lsnpc.noise, lsnpc.metrics; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, lsnpc.noise, lsnpc.metrics; assert 'torch' not in sys.modules, 'torch'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_docstring_examples_run():
+    import lsnpc.noise
+
+    assert doctest.testmod(lsnpc.noise).failed == 0

@@ -16,8 +16,9 @@ Conventions (so numbers can be compared with papers):
 - ``lrap``: scikit-learn's ``label_ranking_average_precision_score`` (a sample without positives
   scores 1).
 - ``ranking_loss``: scikit-learn's ``label_ranking_loss``.
-- ``coverage``: scikit-learn's ``coverage_error``: the mean number of top-ranked labels needed to cover
-  all true labels (best value is the mean number of true labels; MULAN's convention is this minus 1).
+- ``coverage``: scikit-learn's ``coverage_error``: the mean number of top-ranked labels needed to
+  cover all true labels (best value is the mean number of true labels; MULAN's convention is this
+  minus 1).
 - ``one_error``: fraction of samples whose top-scored label is not a true label, over the samples
   with at least one true label; ties go to the lowest label index.
 - ``hamming_loss`` and ``subset_accuracy``: scikit-learn's ``hamming_loss`` / ``accuracy_score`` of
@@ -45,7 +46,12 @@ from typing import Any
 import numpy as np
 from sklearn import metrics as skm
 
-from lsnpc._validation import check_binary_labels, check_probabilities, check_same_n_samples, check_scalar
+from lsnpc._validation import (
+    check_binary_labels,
+    check_probabilities,
+    check_same_n_samples,
+    check_scalar,
+)
 
 __all__ = [
     "METRIC_NAMES",
@@ -81,7 +87,8 @@ METRIC_NAMES: tuple[str, ...] = (
 def _check_inputs(y_true: Any, probs: Any) -> tuple[np.ndarray, np.ndarray]:
     y = check_binary_labels(y_true, "y_true")
     check_probabilities(probs, "probs")
-    # Validated above; scored in float64 so ties and threshold edges match scikit-learn on the input.
+    # Validated above; scored in float64 so ties and threshold edges match scikit-learn on the
+    # user's input.
     p = np.asarray(probs.toarray() if hasattr(probs, "toarray") else probs, dtype=np.float64)
     check_same_n_samples(y_true=y, probs=p)
     if y.shape[1] != p.shape[1]:
@@ -166,7 +173,8 @@ def lrap(y_true: Any, probs: Any) -> float:
 
 
 def ranking_loss(y_true: Any, probs: Any) -> float:
-    """Fraction of (true, false) label pairs ranked in the wrong order, in [0, 1] (lower is better)."""
+    """Fraction of (true, false) label pairs ranked in the wrong order, in [0, 1] (lower is better).
+    """
     y, p = _check_inputs(y_true, probs)
     return float(skm.label_ranking_loss(y, p))
 

@@ -4,10 +4,11 @@ Three kinds of noise, all drawn from an explicit numpy Generator (never the glob
 
 ``"symmetric"`` and ``"pairflip"``
     The scheme of the paper (shared with the HLC paper's code): every positive label ``k`` of a row
-    draws a replacement class from row ``k`` of a transition matrix ``T`` (:func:`transition_matrix`),
-    and the whole row is redrawn until the new positives do not collide. The number of positives per
-    row is therefore kept and only positives move. Symmetric noise sends a moving label uniformly to
-    one of the other ``L - 1`` labels; pairflip sends label ``k`` to ``(k + 1) mod L``.
+    draws a replacement class from row ``k`` of a transition matrix ``T``
+    (:func:`transition_matrix`), and the whole row is redrawn until the new positives do not
+    collide. The number of positives per row is therefore kept and only positives move. Symmetric
+    noise sends a moving label uniformly to one of the other ``L - 1`` labels; pairflip sends label
+    ``k`` to ``(k + 1) mod L``.
 ``"flip"``
     Independent per-entry bit flips with a class-conditional false-negative rate (1 -> 0) and
     false-positive rate (0 -> 1).
@@ -35,7 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from lsnpc._validation import check_binary_labels, check_in_choices, check_random_state, check_scalar
+from lsnpc._validation import (
+    check_binary_labels,
+    check_in_choices,
+    check_random_state,
+    check_scalar,
+)
 
 __all__ = ["NOISE_KINDS", "NoiseReport", "transition_matrix", "simulate_noise"]
 
@@ -48,7 +54,7 @@ _MATRIX_KINDS: tuple[str, ...] = ("symmetric", "pairflip")
 _MAX_REDRAW_ROUNDS = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False: it holds an array
 class NoiseReport:
     """What :func:`simulate_noise` did.
 
@@ -61,9 +67,9 @@ class NoiseReport:
         ``fn_rate`` / ``fp_rate`` were given).
     realised_rate : float
         Symmetric / pairflip: the fraction of originally positive entries that moved, i.e. whose
-        accepted draw from ``T`` is another label (its expectation is ``rate``, up to the small bias of
-        rejecting colliding rows). Flip: the fraction of all entries that were flipped. NaN when there
-        is nothing to measure.
+        accepted draw from ``T`` is another label (its expectation is ``rate``, up to the small
+        bias of rejecting colliding rows). Flip: the fraction of all entries that were flipped.
+        NaN when there is nothing to measure.
     per_label_rate : ndarray of shape (L,)
         The same quantity per label: symmetric / pairflip, fraction of label ``k``'s positives that
         moved (NaN for a label without positives); flip, fraction of column ``k`` flipped.
@@ -77,9 +83,9 @@ class NoiseReport:
         Symmetric / pairflip only: rows left unchanged because no collision-free redraw was found
         (every row whose labels are all positive, and rows still colliding after the redraw limit).
     positives_lost_rate : float or None
-        Symmetric / pairflip only: the fraction of originally positive entries that are 0 in the noisy
-        matrix. Lower than ``realised_rate`` when a moved label lands where another positive left
-        (e.g. two positives swapping), which leaves that entry 1.
+        Symmetric / pairflip only: the fraction of originally positive entries that are 0 in the
+        noisy matrix. Lower than ``realised_rate`` when a moved label lands where another positive
+        left (e.g. two positives swapping), which leaves that entry 1.
     """
 
     kind: str
@@ -165,8 +171,8 @@ def _draw_targets(
 ) -> np.ndarray:
     """One draw from row ``labels[i]`` of T for every entry, without materialising T's rows.
 
-    A label moves with probability ``rate``; a moving label goes to ``k + 1`` (pairflip) or to one of
-    the other ``L - 1`` labels uniformly (symmetric), which is exactly row ``k`` of
+    A label moves with probability ``rate``; a moving label goes to ``k + 1`` (pairflip) or to one
+    of the other ``L - 1`` labels uniformly (symmetric), which is exactly row ``k`` of
     :func:`transition_matrix`.
     """
     moves = rng.random(labels.shape[0]) < rate
@@ -253,8 +259,8 @@ def simulate_noise(
         The noise model (see the module docstring). Symmetric and pairflip need ``L >= 2``.
     rate : float in [0, 1)
         Symmetric / pairflip: the off-diagonal mass of each row of ``T`` (the probability that a
-        positive label moves). Flip: the default for both ``fn_rate`` and ``fp_rate``; may be omitted
-        when both of those are given.
+        positive label moves). Flip: the default for both ``fn_rate`` and ``fp_rate``; may be
+        omitted when both of those are given.
     random_state : None, int, SeedSequence or numpy Generator
         Source of randomness; the same seed gives the same output. ``None`` is non-reproducible.
     fn_rate, fp_rate : float in [0, 1), optional
@@ -272,7 +278,8 @@ def simulate_noise(
     ------
     ValueError
         ``Y`` not a 2-d 0/1 matrix, unknown ``kind``, a rate outside [0, 1), fewer than 2 labels for
-        symmetric / pairflip, ``fn_rate`` / ``fp_rate`` with a kind other than flip, or no rate given.
+        symmetric / pairflip, ``fn_rate`` / ``fp_rate`` with a kind other than flip, or no rate
+        given.
 
     Notes
     -----
@@ -315,7 +322,9 @@ def simulate_noise(
 
     # kind == "flip"
     if rate is None and (fn_rate is None or fp_rate is None):
-        raise ValueError("rate is required for kind='flip' unless both fn_rate and fp_rate are given")
+        raise ValueError(
+            "rate is required for kind='flip' unless both fn_rate and fp_rate are given"
+        )
     nominal = _check_rate(rate, "rate") if rate is not None else math.nan
     fn = _check_rate(fn_rate, "fn_rate") if fn_rate is not None else nominal
     fp = _check_rate(fp_rate, "fp_rate") if fp_rate is not None else nominal

@@ -1,6 +1,7 @@
 """Baseline post-processors that share LSNPC's interface.
 
-- :class:`KNNCorrector`: the paper's per-label k-NN over confident predictions (returns probabilities).
+- :class:`KNNCorrector`: the paper's per-label k-NN over confident predictions (returns
+  probabilities).
 - :class:`NPCCorrector`: the direct multilabel extension of NPC (section 3 of the paper).
 
 Both: ``fit(X, pred_probs, *, X_clean=None, y_clean=None, pred_probs_clean=None)``,

@@ -70,7 +70,9 @@ def validate_fit(
             f"a clean set needs X_clean, y_clean and pred_probs_clean together; missing: "
             f"{', '.join(missing)}"
         )
-    X_clean, pred_probs_clean = _check_pair(X_clean, pred_probs_clean, "X_clean", "pred_probs_clean")
+    X_clean, pred_probs_clean = _check_pair(
+        X_clean, pred_probs_clean, "X_clean", "pred_probs_clean"
+    )
     y_clean = check_binary_labels(y_clean, "y_clean")
     check_same_n_samples(X_clean=X_clean, y_clean=y_clean, pred_probs_clean=pred_probs_clean)
     if X_clean.shape[1] != X.shape[1]:
@@ -106,6 +108,6 @@ class PostProcessorMixin:
         raise NotImplementedError
 
     def predict(self, X: Any, pred_probs: Any, threshold: float = 0.5) -> np.ndarray:
-        """Corrected hard labels, ``predict_proba(X, pred_probs) >= threshold``; shape (n, L), int64."""
+        """Corrected hard labels ``predict_proba(X, pred_probs) >= threshold``, (n, L) int64."""
         threshold = float(check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0))
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)

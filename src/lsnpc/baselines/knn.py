@@ -25,10 +25,11 @@ from lsnpc.baselines._common import PostProcessorMixin, validate_fit
 
 __all__ = ["KNNCorrector"]
 
-# The shared search fetches enough candidates that, at the sparsest label's confident fraction, about
-# _CANDIDATE_MARGIN times n_neighbors confident ones are expected; at most _MAX_CANDIDATES (memory is
-# n_queries x candidates). Queries still short of confident candidates are searched again with four
-# times as many candidates (one search for all labels), until every training point is a candidate.
+# The shared search fetches enough candidates that, at the sparsest label's confident fraction,
+# about _CANDIDATE_MARGIN times n_neighbors confident ones are expected; at most _MAX_CANDIDATES
+# (memory is n_queries x candidates). Queries still short of confident candidates are searched
+# again with four times as many candidates (one search for all labels), until every training point
+# is a candidate.
 _CANDIDATE_MARGIN = 2.0
 _MAX_CANDIDATES = 512
 # Upper bound on rows x candidates held at once when the search is widened for a few rows.
@@ -50,7 +51,8 @@ def _vote(dist: np.ndarray, targets: np.ndarray, valid: np.ndarray, weights: str
         has_zero = zero.any(axis=1)
         w[has_zero] = zero[has_zero].astype(np.float64)
     total = w.sum(axis=1)
-    return np.divide((w * targets).sum(axis=1), total, out=np.full(total.shape, np.nan), where=total > 0)
+    out = np.full(total.shape, np.nan)
+    return np.divide((w * targets).sum(axis=1), total, out=out, where=total > 0)
 
 
 class KNNCorrector(PostProcessorMixin):
@@ -161,13 +163,14 @@ class KNNCorrector(PostProcessorMixin):
         self.fallback_labels_ = (n_pos == 0) | (n_neg == 0)
         self.n_train_per_label_ = confident.sum(axis=0)
         self._X_train = X_train
-        # Per-label rows, contiguous, because every vote gathers one label's column at neighbour ids.
+        # Per-label rows, contiguous: every vote gathers one label's column at neighbour ids.
         self._confident_by_label = np.ascontiguousarray(confident.T)
         self._targets_by_label = np.ascontiguousarray(targets.T)
         used = ~self.fallback_labels_
-        min_fraction = (self.n_train_per_label_[used].min() / X_train.shape[0]) if used.any() else 1.0
+        n_train = X_train.shape[0]
+        min_fraction = self.n_train_per_label_[used].min() / n_train if used.any() else 1.0
         wanted = int(np.ceil(_CANDIDATE_MARGIN * int(self.n_neighbors) / min_fraction))
-        n_candidates = min(X_train.shape[0], max(int(self.n_neighbors), min(wanted, _MAX_CANDIDATES)))
+        n_candidates = min(n_train, max(int(self.n_neighbors), min(wanted, _MAX_CANDIDATES)))
         self._n_candidates = n_candidates
         self._index = NearestNeighbors(n_neighbors=n_candidates, metric=self.metric).fit(X_train)
         self.n_features_in_ = data.X.shape[1]
@@ -203,7 +206,8 @@ class KNNCorrector(PostProcessorMixin):
         pending, n_candidates = np.arange(X.shape[0]), self._n_candidates
         while pending.size:
             short = np.zeros(pending.size, dtype=bool)
-            step = max(1, _MAX_CANDIDATE_ENTRIES // n_candidates)  # bounds the (rows, candidates) arrays
+            # Row chunks bound the (rows, candidates) arrays.
+            step = max(1, _MAX_CANDIDATE_ENTRIES // n_candidates)
             for start in range(0, pending.size, step):
                 rows = pending[start : start + step]
                 dist, idx = self._index.kneighbors(X[rows], n_neighbors=n_candidates)
@@ -213,7 +217,7 @@ class KNNCorrector(PostProcessorMixin):
                     keep = conf & (np.cumsum(conf, axis=1) <= k_eff[j])
                     votes[rows, j] = _vote(dist, self._targets_by_label[k][idx], keep, self.weights)
                     short[start : start + rows.size] |= keep.sum(axis=1) < k_eff[j]
-            if n_candidates >= n_train:  # every training point was a candidate: nothing can be short
+            if n_candidates >= n_train:  # every training point was a candidate: none is short
                 break
             pending = pending[short]
             n_candidates = min(n_train, 4 * n_candidates)

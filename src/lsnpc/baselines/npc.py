@@ -7,24 +7,26 @@ classifier's noisy prediction ``ŷ``:
 - decoder ``p(ŷ | x, y)``: independent Bernoullis from an MLP over ``[x, y]``;
 - label correlation in the sample of ``y``: a Normal (Gaussian) copula with a learned low-rank
   correlation, following Wang et al. (2020, "relaxed multivariate Bernoulli");
-- loss per sample: ``BCE(p(ŷ | x, y), ŷ) + β · KL(q(y | x, ŷ) ‖ p_h(ŷ | x))``, where ``p_h`` is the base
-  classifier's probability vector and the KL is the multivariate-Bernoulli one of the paper,
-  ``Σ_k π_k log(π_k / h_k) + (1 − π_k) log((1 − π_k) / (1 − h_k))``; both terms are summed over
-  labels and averaged over the batch.
+- loss per sample: ``BCE(p(ŷ | x, y), ŷ) + β · KL(q(y | x, ŷ) ‖ p_h(ŷ | x))``, where ``p_h`` is
+  the base classifier's probability vector and the KL is the multivariate-Bernoulli one of the
+  paper, ``Σ_k π_k log(π_k / h_k) + (1 − π_k) log((1 − π_k) / (1 − h_k))``; both terms are summed
+  over labels and averaged over the batch.
 
-Sampling ``y``: draw ``g ~ N(0, Σ)`` with ``Σ = V Vᵀ + diag(D)`` (``V`` of shape (L, copula_rank)),
-standardise it to unit variance and map it through the Normal CDF to correlated uniforms ``u``.
-``logit(u)`` is then standard-logistic noise per label, and the relaxed Bernoulli (binary Concrete)
-sample ``sigmoid((logit π + logit u) / temperature)`` is fed to the decoder. The relaxation (rather than
-straight-through hard samples) keeps the gradient to the encoder unbiased in the limit and smooth
-at the default temperature 0.5; ``copula_rank=0`` gives independent labels.
+Sampling ``y``: draw ``g ~ N(0, Σ)`` with ``Σ = V Vᵀ + diag(D)`` (``V`` of shape
+(L, copula_rank)), standardise it to unit variance and map it through the Normal CDF to correlated
+uniforms ``u``. ``logit(u)`` is then standard-logistic noise per label, and the relaxed Bernoulli
+(binary Concrete) sample ``sigmoid((logit π + logit u) / temperature)`` is fed to the decoder. The
+relaxation is used rather than straight-through hard samples because its gradient to the encoder
+is smooth at the default temperature 0.5 and becomes exact as the temperature goes to 0;
+``copula_rank=0`` gives independent labels.
 
-Training ``ŷ``: a fresh Bernoulli sample of ``pred_probs`` every batch, used as the encoder's input and
-the reconstruction target. Prediction: ``q(y | x, ŷ = pred_probs)``, the encoder's probabilities.
+Training ``ŷ``: a fresh Bernoulli sample of ``pred_probs`` every batch, used as the encoder's
+input and the reconstruction target. Prediction: ``q(y | x, ŷ = pred_probs)``, the encoder's
+probabilities.
 
-With a clean set, each epoch on the noisy data is followed by one pass over the clean data whose loss
-is ``BCE(q(y | x, ŷ), y_clean) + BCE(p(ŷ | x, y_clean), ŷ)``: the encoder is supervised by the true
-labels and the decoder learns the noise process from them.
+With a clean set, each epoch on the noisy data is followed by one pass over the clean data whose
+loss is ``BCE(q(y | x, ŷ), y_clean) + BCE(p(ŷ | x, y_clean), ŷ)``: the encoder is supervised by
+the true labels and the decoder learns the noise process from them.
 
 The paper shows this extension does not learn a useful correction (the KL is dominated by the many
 agreeing negatives); it is here so that this finding can be reproduced.
@@ -71,7 +73,11 @@ def _torch_threads(n_threads: int | None) -> Iterator[None]:
 
 def _mlp(n_in: int, hidden: int, n_out: int) -> nn.Sequential:
     return nn.Sequential(
-        nn.Linear(n_in, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, n_out)
+        nn.Linear(n_in, hidden),
+        nn.GELU(),
+        nn.Linear(hidden, hidden),
+        nn.GELU(),
+        nn.Linear(hidden, n_out),
     )
 
 
@@ -131,7 +137,8 @@ class NPCCorrector(PostProcessorMixin):
     Parameters
     ----------
     beta : float, default 1.0
-        Weight β of the KL term that keeps ``q(y | x, ŷ)`` near the base classifier's probabilities.
+        Weight β of the KL term that keeps ``q(y | x, ŷ)`` near the base classifier's
+        probabilities.
     copula_rank : int, default 3
         Rank of the Normal copula's covariance factor; 0 samples the labels independently.
     hidden_dim : int, default 128
@@ -241,7 +248,10 @@ class NPCCorrector(PostProcessorMixin):
         self.device_ = device
         with seeded(seed, device), _torch_threads(self.n_threads):
             network = _NPCNetwork(
-                data.X.shape[1], data.pred_probs.shape[1], int(self.hidden_dim), int(self.copula_rank)
+                data.X.shape[1],
+                data.pred_probs.shape[1],
+                int(self.hidden_dim),
+                int(self.copula_rank),
             ).to(device)
             self.loss_history_ = self._train(network, data, device)
         self.network_ = network.eval()
@@ -261,7 +271,9 @@ class NPCCorrector(PostProcessorMixin):
                 to_tensor(data.y_clean, device),
                 to_tensor(data.pred_probs_clean, device),
             )
-        optimiser = torch.optim.AdamW(network.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        optimiser = torch.optim.AdamW(
+            network.parameters(), lr=self.lr, weight_decay=self.weight_decay
+        )
         history = []
         network.train()
         for epoch in range(int(self.epochs)):
@@ -274,7 +286,8 @@ class NPCCorrector(PostProcessorMixin):
             if clean is not None:
                 xc, yc, pc = clean
                 for batch in torch.randperm(xc.shape[0], device=device).split(int(self.batch_size)):
-                    self._step(optimiser, self._clean_loss(network, xc[batch], yc[batch], pc[batch]))
+                    loss = self._clean_loss(network, xc[batch], yc[batch], pc[batch])
+                    self._step(optimiser, loss)
             history.append(total / count)
             if self.verbose:
                 print(f"NPCCorrector epoch {epoch + 1}/{self.epochs}: loss {history[-1]:.4f}")
@@ -286,8 +299,11 @@ class NPCCorrector(PostProcessorMixin):
         loss.backward()
         optimiser.step()
 
-    def _noisy_loss(self, network: _NPCNetwork, x: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
-        noisy = torch.bernoulli(probs)  # ŷ: a fresh sample of the base prediction, input and target
+    def _noisy_loss(
+        self, network: _NPCNetwork, x: torch.Tensor, probs: torch.Tensor
+    ) -> torch.Tensor:
+        # ŷ: a fresh sample of the base prediction, both the encoder's input and the target.
+        noisy = torch.bernoulli(probs)
         logits = network.encode(x, noisy)
         y = network.sample_labels(logits, float(self.temperature))
         recon = F.binary_cross_entropy_with_logits(network.decode(x, y), noisy, reduction="none")
@@ -298,7 +314,9 @@ class NPCCorrector(PostProcessorMixin):
         network: _NPCNetwork, x: torch.Tensor, y: torch.Tensor, probs: torch.Tensor
     ) -> torch.Tensor:
         noisy = torch.bernoulli(probs)
-        supervised = F.binary_cross_entropy_with_logits(network.encode(x, noisy), y, reduction="none")
+        supervised = F.binary_cross_entropy_with_logits(
+            network.encode(x, noisy), y, reduction="none"
+        )
         recon = F.binary_cross_entropy_with_logits(network.decode(x, y), noisy, reduction="none")
         return (supervised.sum(dim=1) + recon.sum(dim=1)).mean()
 
