@@ -86,6 +86,19 @@ def test_any_change_of_key_is_a_miss(encoder, tmp_path):
     assert len(_files(cache)) == 3
 
 
+def test_float16_storage_is_its_own_entry(encoder, tmp_path):
+    data = _image_dataset(tmp_path / "img", n=3)
+    cache = tmp_path / "cache"
+    full = extract_features(data, encoder, cache_dir=cache, progress=False)
+    half = extract_features(data, encoder, cache_dir=cache, progress=False, dtype=np.float16)
+    again = extract_features(data, encoder, cache_dir=cache, progress=False, dtype=np.float16)
+    assert half.dtype == again.dtype == np.float16 and isinstance(again, np.memmap)
+    np.testing.assert_allclose(half, full, rtol=2e-3, atol=2e-3)
+    assert len(_files(cache)) == 2
+    with pytest.raises(ValueError, match="floating-point"):
+        extract_features(data, encoder, cache_dir=cache, dtype=np.int32)
+
+
 def test_a_failure_mid_way_leaves_no_file_behind(encoder, tmp_path):
     data = _image_dataset(tmp_path / "img", n=5)
     broken = MultilabelDataset(

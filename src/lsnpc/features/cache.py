@@ -62,21 +62,26 @@ def _inputs_hash(items: Sequence[Any]) -> str:
 
 
 def feature_cache_path(
-    dataset: Any, encoder: Encoder, *, cache_dir: str | os.PathLike[str] | None = None
+    dataset: Any,
+    encoder: Encoder,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    dtype: Any = np.float32,
 ) -> Path:
     """The ``.npy`` file where ``dataset``'s features under ``encoder`` are (or would be) cached."""
     root = resolve_cache_dir(cache_dir, "features")
     items = dataset.X
-    key = "__".join(
-        [
-            _safe(encoder.name),
-            _safe(encoder.output),
-            _safe(encoder.weights_id),
-            _safe(getattr(encoder, "preprocess_id", "default")),
-            f"n{len(items)}",
-            _inputs_hash(items),
-        ]
-    )
+    parts = [
+        _safe(encoder.name),
+        _safe(encoder.output),
+        _safe(encoder.weights_id),
+        _safe(getattr(encoder, "preprocess_id", "default")),
+        f"n{len(items)}",
+        _inputs_hash(items),
+    ]
+    if np.dtype(dtype) != np.float32:  # the default float32 carries no suffix
+        parts.append(np.dtype(dtype).name)
+    key = "__".join(parts)
     return root / _safe(dataset.name) / _safe(dataset.split) / f"{key}.npy"
 
 
@@ -129,6 +134,7 @@ def extract_features(
     cache_dir: str | os.PathLike[str] | None = None,
     cache: bool = True,
     progress: bool = True,
+    dtype: Any = np.float32,
 ) -> np.ndarray:
     """Encode a data set's images or texts with a frozen encoder, caching the result on disk.
 
@@ -151,10 +157,14 @@ def extract_features(
         Read and write the cache. With False the features are computed in memory.
     progress : bool
         Show a Rich progress bar while encoding.
+    dtype : numpy float dtype
+        Storage type of the result; ``np.float16`` halves the disk taken by spatial maps
+        (ResNet-50's 2048 × 7 × 7 maps of COCO's 82k training images are 33 GB in float32).
 
     Returns
     -------
-    ndarray of float32, shape (n, dim) for pooled outputs or (n, C, H, W) for spatial maps.
+    ndarray of ``dtype`` (float32 by default), shape (n, dim) for pooled outputs or
+    (n, C, H, W) for spatial maps.
     A cached result is a read-only ``np.memmap``. A ``"features"`` data set's ``X`` is
     returned as it is.
     """
@@ -169,6 +179,9 @@ def extract_features(
             f"encoder {encoder!r} encodes {modality}, but data set {dataset.name!r} holds {kind}"
         )
     check_scalar(batch_size, "batch_size", kind=int, low=1)
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.floating):
+        raise ValueError(f"dtype must be a floating-point type, got {dtype}")
     items = dataset.X
     n = len(items)
     if n == 0:
@@ -178,21 +191,21 @@ def extract_features(
     if not cache:
         with _progress(progress, label, n) as advance:
             batches = _batches(encoder, items, batch_size, device)
-            return _fill(batches, n, advance, lambda shape: np.empty(shape, dtype=np.float32))
+            return _fill(batches, n, advance, lambda shape: np.empty(shape, dtype=dtype))
 
-    path = feature_cache_path(dataset, encoder, cache_dir=cache_dir)
+    path = feature_cache_path(dataset, encoder, cache_dir=cache_dir, dtype=dtype)
     if path.is_file():
         try:
             hit = np.load(path, mmap_mode="r")
         except (ValueError, OSError):  # unreadable entry: rebuild it below
             hit = None
-        if hit is not None and hit.shape[:1] == (n,):
+        if hit is not None and hit.shape[:1] == (n,) and hit.dtype == dtype:
             return hit
     with atomic_path(path, suffix=".npy") as tmp, _progress(progress, label, n) as advance:
         batches = _batches(encoder, items, batch_size, device)
 
         def allocate(shape: tuple[int, ...]) -> np.ndarray:
-            return np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+            return np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape)
 
         written = _fill(batches, n, advance, allocate)
         written.flush()

@@ -76,14 +76,13 @@ def load_image(image: ImageLike, image_size: int) -> np.ndarray:
     from PIL import Image
 
     if isinstance(image, Image.Image):
-        img = image
+        rgb = image.convert("RGB")
     elif isinstance(image, (str, os.PathLike)):
-        with Image.open(image) as opened:
-            img = opened.convert("RGB")
+        with Image.open(image) as opened:  # grey, palette, RGBA, CMYK all become RGB
+            rgb = opened.convert("RGB")
     else:
         raise ValueError(f"images must be file paths or PIL images, got {type(image).__name__}")
-    img = img.convert("RGB").resize((image_size, image_size), Image.Resampling.BILINEAR)
-    return np.asarray(img, dtype=np.uint8)
+    return np.asarray(rgb.resize((image_size, image_size), Image.Resampling.BILINEAR), dtype=np.uint8)
 
 
 def _normalise(batch_uint8: torch.Tensor, device: torch.device) -> torch.Tensor:
