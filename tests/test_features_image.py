@@ -168,3 +168,12 @@ def test_thread_count_is_restored_after_encoding(levit_small):
     with torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_integer_arguments_accept_numpy_ints_and_refuse_bad_values(levit_small):
+    assert ImageEncoder("resnet50", weights=None, image_size=np.int64(96)).image_size == 96
+    assert levit_small.encode(_images(1), batch_size=np.int32(1)).shape == (1, 384)
+    with pytest.raises(ValueError, match="batch_size"):
+        levit_small.encode(_images(1), batch_size=0)
+    with pytest.raises(ValueError, match="seed"):
+        ImageEncoder("resnet50", weights=None, seed=-1)

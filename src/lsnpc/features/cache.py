@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -178,7 +179,7 @@ def extract_features(
         raise ValueError(
             f"encoder {encoder!r} encodes {modality}, but data set {dataset.name!r} holds {kind}"
         )
-    check_scalar(batch_size, "batch_size", kind=int, low=1)
+    check_scalar(batch_size, "batch_size", kind=Integral, low=1)
     dtype = np.dtype(dtype)
     if not np.issubdtype(dtype, np.floating):
         raise ValueError(f"dtype must be a floating-point type, got {dtype}")

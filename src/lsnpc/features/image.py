@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -156,15 +157,16 @@ class ImageEncoder:
         spec = IMAGE_BACKBONES[backbone]
         if image_size is None:
             image_size = spec.native_size
-        check_scalar(image_size, "image_size", kind=int, low=32)
+        check_scalar(image_size, "image_size", kind=Integral, low=32)
         if spec.fixed_size and image_size != spec.native_size:
             raise ValueError(
                 f"{backbone} accepts only its fixed input size {spec.native_size}, "
                 f"got image_size={image_size}"
             )
-        check_scalar(num_workers, "num_workers", kind=int, low=1)
+        check_scalar(seed, "seed", kind=Integral, low=0)
+        check_scalar(num_workers, "num_workers", kind=Integral, low=1)
         if num_threads is not None:
-            check_scalar(num_threads, "num_threads", kind=int, low=1)
+            check_scalar(num_threads, "num_threads", kind=Integral, low=1)
         self.backbone = backbone
         self.weights = weights
         self.output = output
@@ -324,7 +326,7 @@ class ImageEncoder:
         Images of the next batch are opened and resized on ``num_workers`` threads while the
         network runs on the current one; at most two batches are held in memory.
         """
-        check_scalar(batch_size, "batch_size", kind=int, low=1)
+        check_scalar(batch_size, "batch_size", kind=Integral, low=1)
         dev = resolve_device(device)
         self.model.to(dev)
         items = list(images)

@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import os
 from collections.abc import Iterator, Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,7 @@ class TextEncoder:
         num_threads: int | None = None,
     ) -> None:
         if num_threads is not None:
-            check_scalar(num_threads, "num_threads", kind=int, low=1)
+            check_scalar(num_threads, "num_threads", kind=Integral, low=1)
         self.model_name = model
         self.normalize = normalize
         self.allow_download = allow_download
@@ -178,7 +179,7 @@ class TextEncoder:
     ) -> Iterator[np.ndarray]:
         """Yield (b, dim) float32 blocks of embeddings in input order."""
         items = _check_texts(texts)
-        check_scalar(batch_size, "batch_size", kind=int, low=1)
+        check_scalar(batch_size, "batch_size", kind=Integral, low=1)
         dev = resolve_device(device)
         model = self.model.to(dev)
         block = batch_size * _BATCHES_PER_BLOCK
