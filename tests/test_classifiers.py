@@ -197,6 +197,7 @@ def test_predict_before_fit_and_with_wrong_d(name, toy_split):
         ("device", "tpu"),
         ("random_state", -1),
         ("verbose", "loud"),
+        ("n_threads", 0),
     ],
 )
 @pytest.mark.parametrize("name", sorted(FACTORIES))
@@ -204,6 +205,37 @@ def test_bad_hyperparameter_raises_naming_it(name, param, value):
     X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
     with pytest.raises(ValueError, match=param):
         FACTORIES[name](**{param: value}).fit(X, Y)
+
+
+class ThreadRecordingMLP(MLPClassifier):
+    """Records torch's thread count inside the training loop (the epoch-labels hook)."""
+
+    def _labels_for_epoch(self, epoch, network, X, labels):
+        self.seen_threads = torch.get_num_threads()
+        return labels
+
+
+def test_n_threads_applies_during_fit_and_is_restored():
+    X, Y = make_toy_multilabel(n=40, d=6, n_labels=3, seed=0)
+    before = torch.get_num_threads()
+    clf = ThreadRecordingMLP(epochs=1, n_threads=before + 1, random_state=0).fit(X, Y)
+    assert clf.seen_threads == before + 1
+    assert torch.get_num_threads() == before
+    clf.predict_proba(X)
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("name", ["mlp", "addgcn"])
+def test_trunk_starts_an_lsnpc_data_encoder(name):
+    # the point of trunk_: LSNPC deep-copies and fine-tunes it; the base model stays untouched
+    from lsnpc import LSNPC
+
+    X, Y = spatial_toy(120) if name == "addgcn" else make_toy_multilabel(n=120, d=6, n_labels=3)
+    clf = FACTORIES[name](epochs=2).fit(X, Y)
+    proba = clf.predict_proba(X)
+    corrector = LSNPC(encoder=clf.trunk_, epochs=1, random_state=0).fit(X, proba)
+    assert corrector.predict_proba(X, proba).shape == proba.shape
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
 
 
 # ---------------------------------------------------------------------------- MLPClassifier

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lsnpc._torch import resolve_device, seeded, to_tensor, torch_seed_from
+from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import (
     check_array,
     check_binary_labels,
@@ -102,6 +102,8 @@ class NetClassifier:
         check_scalar(self.weight_decay, "weight_decay", kind=Real, low=0.0)
         if not isinstance(self.standardize, bool):
             raise ValueError(f"standardize must be True or False, got {self.standardize!r}")
+        if self.n_threads is not None:
+            check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
 
     def _build_network(self, X: np.ndarray, n_labels: int) -> nn.Module:
         raise NotImplementedError
@@ -198,7 +200,7 @@ class NetClassifier:
 
         seed = torch_seed_from(rng)
         self._start_fit()
-        with seeded(seed, device):
+        with num_threads(self.n_threads), seeded(seed, device):
             network = self._build_network(X, self.n_labels_).to(device)
             self._train(network, X, Y, X_val, Y_val, device, seed)
         network.eval()
@@ -302,7 +304,8 @@ class NetClassifier:
         """
         X = self._check_predict_input(X)
         device = next(self.network_.parameters()).device
-        return self._predict_tensor(self.network_, X, device).numpy()
+        with num_threads(self.n_threads):
+            return self._predict_tensor(self.network_, X, device).numpy()
 
     def predict(self, X: Any, threshold: float = 0.5) -> np.ndarray:
         """0/1 predictions (n_samples, n_labels), int64: probability >= ``threshold``."""

@@ -121,7 +121,7 @@ class HLC(ADDGCN):
         Fraction of ``delta`` removed per epoch after ``start`` (0 keeps δ constant).
     beta : float in [0, 1], default 0.5
         Weight of the instance–label term against the label-dependency term.
-    random_state, device, verbose
+    random_state, device, n_threads, verbose
         As for :class:`ADDGCN`.
 
     Attributes
@@ -150,6 +150,7 @@ class HLC(ADDGCN):
         beta: float = 0.5,
         random_state: int | np.random.Generator | None = None,
         device: str | torch.device = "cpu",
+        n_threads: int | None = None,
         verbose: bool = False,
     ) -> None:
         super().__init__(
@@ -162,6 +163,7 @@ class HLC(ADDGCN):
             standardize=standardize,
             random_state=random_state,
             device=device,
+            n_threads=n_threads,
             verbose=verbose,
         )
         self.start = start

@@ -61,6 +61,9 @@ class MLPClassifier(NetClassifier):
         ``predict_proba``. The global RNGs are never touched.
     device : str or torch.device, default "cpu"
         ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
+    n_threads : int or None, default None
+        torch intra-op threads while fitting / predicting (restored after); None leaves torch's
+        setting alone. One thread is much faster on a machine whose cores are busy.
     verbose : bool, default False
         Print one line per epoch to stderr.
 
@@ -107,6 +110,7 @@ class MLPClassifier(NetClassifier):
         standardize: bool = True,
         random_state: int | np.random.Generator | None = None,
         device: str | torch.device = "cpu",
+        n_threads: int | None = None,
         verbose: bool = False,
     ) -> None:
         self.hidden_dims = hidden_dims
@@ -118,6 +122,7 @@ class MLPClassifier(NetClassifier):
         self.standardize = standardize
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
         self.verbose = verbose
 
     def _validate_params(self) -> None:
