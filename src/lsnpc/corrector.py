@@ -74,7 +74,7 @@ class LSNPC:
         With None, LSNPC builds its own MLP over standardised X.
     epochs : int or "auto"
         Passes over the noisy data. "auto" (default) adapts to the data size: enough epochs for about
-        ``min_steps`` optimiser steps, between 10 and 200 epochs (small data sets need many epochs of
+        ``min_steps`` optimiser steps, between 5 and 200 epochs (small data sets need many epochs of
         batch 32 to settle; see the README for the measurements behind it).
     batch_size, lr, weight_decay : training settings (AdamW).
     n_samples : int
@@ -87,8 +87,9 @@ class LSNPC:
         What is fed as ŷ: a fresh Bernoulli sample of the probabilities ("sample", the paper's training
         input) or the probabilities themselves ("probs", the paper's prediction input).
     warm_start : bool
-        Before the VAE training, fit the data encoder (when LSNPC builds its own) and g_φ's data part to
-        reproduce the base probabilities, so the correction starts from the base model instead of noise.
+        When LSNPC builds its own data encoder (``encoder=None``), pre-train it to predict the base
+        probabilities before the VAE training, so the data embedding is informative from the start (the
+        feature-only analogue of the paper starting from the base model's backbone).
     guard : bool
         With clean validation labels, compare the corrected and the base predictions on them and hand
         back whichever (or which blend of the two) validation says is better; recorded in ``guard_``.
@@ -144,7 +145,7 @@ class LSNPC:
         guard: bool = True,
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
-        min_steps: int = 3000,
+        min_steps: int = 2000,
         n_threads: int | None = None,
         random_state: Any = None,
         device: str = "cpu",
@@ -184,13 +185,13 @@ class LSNPC:
 
         20 epochs, batch 32, AdamW lr 2e-4, weight decay 1e-5, β 0.01, η 0.5, ν = ν0 = 2.01, cosine
         annealing with a 10-epoch period stepped per epoch, epoch chosen by clean validation micro-F1
-        (or noisy ELBO without one), no guard. ``warm_start`` stays on only to start LSNPC's own data
-        encoder when no ``encoder`` is given (the paper always starts from the base model's backbone).
+        (or noisy ELBO without one), no guard. Pass ``encoder=base.trunk_`` to start from the base model's
+        backbone as the paper does; without it LSNPC's own encoder is warm-started on the probabilities.
         """
         params: dict[str, Any] = dict(
             latent="student", nu=2.01, nu0=2.01, beta=0.01, eta=0.5, epochs=20, batch_size=32,
             lr=2e-4, weight_decay=1e-5, n_samples=5, selection="auto", schedule="paper",
-            guard=False, warm_start=overrides.get("encoder") is None,
+            guard=False, warm_start=True,
         )
         params.update(overrides)
         return cls(**params)

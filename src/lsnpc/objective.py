@@ -75,7 +75,7 @@ def unsupervised_loss(
     latent = shift_divergence(q_shifted, shifted, model.p_shifted_given_true(true))
     latent = latent + standard_normal_kl(q_true).mean()
     total = recon + beta * latent
-    return total, LossParts(float(total), float(recon), float(latent))
+    return total, LossParts(float(total.detach()), float(recon.detach()), float(latent.detach()))
 
 
 def supervised_loss(
@@ -105,4 +105,4 @@ def supervised_loss(
     recon = recon + reconstruction_nll(model.label_logits(data_embedding, true), clean)
     latent = shift_divergence(q_shifted, shifted, model.p_shifted_given_true(true)) + kl_true.mean()
     total = recon + beta * latent
-    return total, LossParts(float(total), float(recon), float(latent))
+    return total, LossParts(float(total.detach()), float(recon.detach()), float(latent.detach()))

@@ -1,0 +1,245 @@
+"""The LSNPC estimator: behaviour, semi-supervision, determinism, persistence and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lsnpc import LSNPC, NotFittedError
+from lsnpc.metrics import micro_f1
+from tests.conftest import make_toy_multilabel
+
+FAST = dict(epochs=2, n_threads=1, latent_dim=8, label_embedding_dim=16, hidden_dim=32)
+
+
+@pytest.fixture(scope="module")
+def problem() -> dict[str, np.ndarray]:
+    """A toy problem whose base probabilities are noisy versions of the truth."""
+    X, Y = make_toy_multilabel(400, 8, 4, seed=3)
+    rng = np.random.default_rng(3)
+    P = np.clip(0.6 * Y + 0.2 + rng.normal(0, 0.15, Y.shape), 0, 1).astype(np.float32)
+    return {"X": X, "Y": Y, "P": P}
+
+
+@pytest.fixture(scope="module")
+def fitted(problem: dict[str, np.ndarray]) -> LSNPC:
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    return LSNPC(random_state=0, **FAST).fit(
+        X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350], pred_probs_val=P[300:350]
+    )
+
+
+def test_shapes_and_ranges(fitted: LSNPC, problem: dict[str, np.ndarray]) -> None:
+    X, P = problem["X"][350:], problem["P"][350:]
+    probs = fitted.predict_proba(X, P)
+    labels = fitted.predict(X, P)
+    assert probs.shape == labels.shape == (50, 4)
+    assert probs.dtype == np.float32 and np.all((probs >= 0) & (probs <= 1))
+    assert set(np.unique(labels)) <= {0, 1}
+    np.testing.assert_array_equal(labels, (probs >= 0.5).astype(int))
+    assert fitted.n_features_in_ == 8 and fitted.n_labels_ == 4
+
+
+def test_records_selection_history_and_guard(fitted: LSNPC) -> None:
+    assert fitted.selection_.startswith("val_f1") and "clean validation labels" in fitted.selection_
+    epochs = [h for h in fitted.history_ if h["phase"] == "train"]
+    assert len(epochs) == fitted.epochs_ == 2
+    assert all(math.isfinite(h["loss"]) and "val_micro_f1" in h for h in epochs)
+    assert 0 <= fitted.best_epoch_ <= 2
+    assert fitted.guard_["applied"] and fitted.guard_["blend"] in (0.0, 0.25, 0.5, 0.75, 1.0)
+    # the guard never hands back something validation says is worse than the base model
+    chosen = fitted.guard_["val_chosen_micro_f1"] + fitted.guard_["val_chosen_macro_f1"]
+    base = fitted.guard_["val_base_micro_f1"] + fitted.guard_["val_base_macro_f1"]
+    assert chosen >= base
+
+
+def test_without_clean_labels_selects_on_noisy_elbo(problem: dict[str, np.ndarray]) -> None:
+    model = LSNPC(random_state=0, **FAST).fit(problem["X"][:200], problem["P"][:200])
+    assert model.selection_.startswith("noisy_elbo") and "no clean labels" in model.selection_
+    assert all("holdout_neg_elbo" in h for h in model.history_ if h["phase"] == "train")
+    assert model.guard_["applied"] is False
+
+
+@pytest.mark.parametrize("latent", ["gauss", "learned"])
+def test_ablation_families_train_without_nan(problem: dict[str, np.ndarray], latent: str) -> None:
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    model = LSNPC(latent=latent, random_state=1, **FAST).fit(
+        X[:200], P[:200], X_clean=X[200:260], y_clean=Y[200:260], pred_probs_clean=P[200:260]
+    )
+    for entry in model.history_:
+        if entry["phase"] == "train":
+            assert math.isfinite(entry["loss"]) and math.isfinite(entry["clean_loss"])
+            assert not entry.get("diverged")
+    assert np.isfinite(model.predict_proba(X[300:], P[300:])).all()
+
+
+def test_clean_set_changes_the_fit() -> None:
+    """Base probabilities that systematically give label k's evidence to label k+1: only the clean set
+    can reveal that, and semi-supervised LSNPC must use it."""
+    X, Y = make_toy_multilabel(700, 10, 4, seed=0)
+    rng = np.random.default_rng(0)
+    P = np.clip(0.8 * np.roll(Y, 1, axis=1) + 0.1 + rng.normal(0, 0.05, Y.shape), 0, 1).astype(np.float32)
+    train, clean, test = slice(0, 400), slice(400, 550), slice(550, 700)
+    params = dict(random_state=0, epochs=12, n_threads=1)
+    unsupervised = LSNPC(**params).fit(X[train], P[train])
+    semi = LSNPC(**params).fit(X[train], P[train], X_clean=X[clean], y_clean=Y[clean], pred_probs_clean=P[clean])
+    f1_unsup = micro_f1(Y[test], unsupervised.predict_proba(X[test], P[test]))
+    f1_semi = micro_f1(Y[test], semi.predict_proba(X[test], P[test]))
+    assert f1_semi > f1_unsup + 0.05, (f1_semi, f1_unsup)
+    assert any("clean_loss" in h for h in semi.history_)
+
+
+def test_same_seed_same_predictions_other_seed_other(problem: dict[str, np.ndarray]) -> None:
+    X, P = problem["X"], problem["P"]
+    runs = [LSNPC(random_state=s, **FAST).fit(X[:150], P[:150]).predict_proba(X[300:], P[300:]) for s in (5, 5, 6)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], runs[2])
+
+
+def test_user_encoder_is_copied_and_used(problem: dict[str, np.ndarray]) -> None:
+    X, P = problem["X"], problem["P"]
+    torch.manual_seed(0)
+    encoder = torch.nn.Sequential(torch.nn.Linear(8, 12), torch.nn.ReLU())
+    before = {k: v.clone() for k, v in encoder.state_dict().items()}
+    model = LSNPC(encoder=encoder, random_state=0, **FAST).fit(X[:150], P[:150])
+    assert model.data_dim_ == 12
+    for k, v in encoder.state_dict().items():
+        assert torch.equal(v, before[k]), "the user's encoder must stay untouched"
+    assert model.predict_proba(X[300:], P[300:]).shape == (100, 4)
+
+
+def test_user_encoder_over_spatial_maps() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3, 2, 2)).astype(np.float32)
+    P = rng.uniform(size=(60, 3)).astype(np.float32)
+    encoder = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 6))
+    model = LSNPC(encoder=encoder, random_state=0, **FAST).fit(X, P)
+    assert model.predict_proba(X[:5], P[:5]).shape == (5, 3)
+    with pytest.raises(ValueError, match="sample shape"):
+        model.predict_proba(X[:5, :2], P[:5])
+
+
+def test_paper_preset_is_the_papers_recipe() -> None:
+    model = LSNPC.paper(random_state=3)
+    params = model.get_params()
+    assert params["epochs"] == 20 and params["batch_size"] == 32 and params["lr"] == 2e-4
+    assert params["beta"] == 0.01 and params["nu"] == params["nu0"] == 2.01 and params["eta"] == 0.5
+    assert params["schedule"] == "paper" and params["guard"] is False and params["random_state"] == 3
+    assert LSNPC.paper(epochs=5).epochs == 5
+
+
+def test_save_load_round_trip(fitted: LSNPC, problem: dict[str, np.ndarray], tmp_path: Path) -> None:
+    X, P = problem["X"][350:], problem["P"][350:]
+    target = tmp_path / "model"
+    fitted.save(target)
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors"]
+    config = json.loads((target / "config.json").read_text())
+    assert config["format"] == "lsnpc" and config["format_version"] == 1
+    loaded = LSNPC.load(target)
+    np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
+    assert loaded.selection_ == fitted.selection_ and loaded.best_epoch_ == fitted.best_epoch_
+    fitted.save(target)  # overwriting an existing save is atomic too
+    assert not [p for p in tmp_path.iterdir() if p.name != "model"], "no temporary folders left behind"
+
+
+def test_save_load_with_user_encoder(problem: dict[str, np.ndarray], tmp_path: Path) -> None:
+    X, P = problem["X"], problem["P"]
+    encoder = torch.nn.Sequential(torch.nn.Linear(8, 12), torch.nn.ReLU())
+    model = LSNPC(encoder=encoder, random_state=0, **FAST).fit(X[:150], P[:150])
+    model.save(tmp_path / "m")
+    with pytest.raises(ValueError, match="pass encoder="):
+        LSNPC.load(tmp_path / "m")
+    fresh = torch.nn.Sequential(torch.nn.Linear(8, 12), torch.nn.ReLU())
+    loaded = LSNPC.load(tmp_path / "m", encoder=fresh)
+    np.testing.assert_array_equal(loaded.predict_proba(X[:20], P[:20]), model.predict_proba(X[:20], P[:20]))
+
+
+def test_load_rejects_corrupt_and_foreign_files(fitted: LSNPC, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a saved LSNPC"):
+        LSNPC.load(tmp_path / "missing")
+    target = tmp_path / "model"
+    fitted.save(target)
+    weights = target / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(ValueError, match="corrupt"):
+        LSNPC.load(target)
+    fitted.save(target)
+    (target / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        LSNPC.load(target)
+    (target / "config.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(ValueError, match="not an LSNPC config"):
+        LSNPC.load(target)
+    (target / "config.json").write_text(json.dumps({"format": "lsnpc", "format_version": 99}))
+    with pytest.raises(ValueError, match="format_version"):
+        LSNPC.load(target)
+
+
+def test_predict_before_fit_raises() -> None:
+    with pytest.raises(NotFittedError, match="not fitted"):
+        LSNPC().predict_proba(np.zeros((2, 3)), np.zeros((2, 2)))
+    with pytest.raises(NotFittedError):
+        LSNPC().save("unused")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(pred_probs=np.full((10, 4), 1.5, np.float32)), "pred_probs must hold probabilities"),
+        (dict(pred_probs=np.full((10, 4), np.nan, np.float32)), "pred_probs contains NaN"),
+        (dict(pred_probs=np.full((9, 4), 0.5, np.float32)), "same number of samples"),
+        (dict(X=np.zeros((1, 8), np.float32), pred_probs=np.zeros((1, 4), np.float32)), "at least 2 sample"),
+        (dict(X=np.zeros(10, np.float32)), "X must be a 2-d array"),
+        (dict(X_clean=np.zeros((5, 8)), y_clean=np.zeros((5, 4))), "missing pred_probs_clean"),
+        (dict(X_clean=np.zeros((5, 8)), y_clean=np.full((5, 4), 2), pred_probs_clean=np.zeros((5, 4))),
+         "y_clean must hold only 0/1"),
+        (dict(X_clean=np.zeros((5, 7)), y_clean=np.zeros((5, 4)), pred_probs_clean=np.zeros((5, 4))),
+         "X_clean has sample shape"),
+        (dict(X_val=np.zeros((5, 8)), y_val=np.zeros((5, 3)), pred_probs_val=np.zeros((5, 4))), "y_val has 3 labels"),
+        (dict(X_val=np.zeros((5, 8)), pred_probs_val=np.zeros((5, 4))), "missing y_val"),
+    ],
+)
+def test_fit_rejects_bad_input(kwargs: dict, match: str) -> None:
+    rng = np.random.default_rng(0)
+    args = dict(X=rng.normal(size=(10, 8)).astype(np.float32), pred_probs=rng.uniform(size=(10, 4)).astype(np.float32))
+    args.update(kwargs)
+    X, P = args.pop("X"), args.pop("pred_probs")
+    with pytest.raises(ValueError, match=match):
+        LSNPC(**FAST).fit(X, P, **args)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        (dict(latent="cauchy"), "latent must be one of"),
+        (dict(nu=0), "nu must be >"),
+        (dict(eta=1.5), "eta must be <= 1"),
+        (dict(epochs=0), "epochs must be >= 1"),
+        (dict(selection="best"), "selection must be one of"),
+        (dict(train_feed="soft"), "train_feed must be one of"),
+        (dict(encoder="resnet"), "encoder must be a torch.nn.Module"),
+        (dict(random_state=-1), "random_state must be a non-negative"),
+    ],
+)
+def test_bad_hyper_parameters_are_named(params: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        LSNPC(**params).fit(np.zeros((4, 2)), np.zeros((4, 2)))
+
+
+def test_selection_val_f1_needs_a_validation_set() -> None:
+    with pytest.raises(ValueError, match="X_val, y_val, pred_probs_val"):
+        LSNPC(selection="val_f1", **FAST).fit(np.zeros((4, 2)), np.zeros((4, 2)))
+
+
+def test_predict_rejects_other_d_or_l(fitted: LSNPC) -> None:
+    with pytest.raises(ValueError, match="X has 7 features"):
+        fitted.predict_proba(np.zeros((3, 7)), np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="pred_probs has 5 labels"):
+        fitted.predict_proba(np.zeros((3, 8)), np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="threshold must be <= 1"):
+        fitted.predict(np.zeros((3, 8)), np.zeros((3, 4)), threshold=2)
