@@ -28,6 +28,9 @@ from lsnpc._validation import (
 
 __all__ = ["NetClassifier", "Standardize", "micro_f1", "batch_indices"]
 
+# Training inputs up to this size are copied to the accelerator once rather than per batch.
+_STAGE_BYTES = 1 << 30
+
 
 class Standardize(nn.Module):
     """Subtract a per-feature mean and divide by a per-feature scale (both fixed buffers).
@@ -118,9 +121,6 @@ class NetClassifier:
         """Training labels for ``epoch`` (HLC corrects them here); the default keeps them."""
         return labels
 
-    def _start_fit(self) -> None:
-        """Reset per-fit state kept by subclasses (called before training starts)."""
-
     # -- validation -------------------------------------------------------------------------------
     def _check_X(self, X: Any, name: str, *, min_samples: int = 1) -> np.ndarray:
         try:
@@ -142,13 +142,14 @@ class NetClassifier:
             raise ValueError(f"{name} must have non-empty C, H and W, got shape {out.shape}")
         return out
 
-    def _check_same_input_shape(self, X: np.ndarray, name: str) -> None:
-        if X.shape[1:] != self.input_shape_:
-            if X.ndim == 2 and len(self.input_shape_) == 1:
-                check_n_features(X, name, self.n_features_in_, "features (columns)")
+    @staticmethod
+    def _check_input_shape(X: np.ndarray, name: str, expected: tuple[int, ...]) -> None:
+        if X.shape[1:] != expected:
+            if X.ndim == 2 and len(expected) == 1:
+                check_n_features(X, name, expected[0], "features (columns)")
             raise ValueError(
                 f"{name} has per-sample shape {X.shape[1:]}, but the estimator was fitted with "
-                f"{self.input_shape_}"
+                f"{expected}"
             )
 
     # -- fit --------------------------------------------------------------------------------------
@@ -188,22 +189,21 @@ class NetClassifier:
         device = resolve_device(self.device)
         rng = check_random_state(self.random_state)
 
-        self.input_shape_ = tuple(X.shape[1:])
-        self.n_features_in_ = int(X.shape[1])
-        self.n_labels_ = int(Y.shape[1])
         if X_val is not None:
             X_val = self._check_X(X_val, "X_val")
-            self._check_same_input_shape(X_val, "X_val")
+            self._check_input_shape(X_val, "X_val", X.shape[1:])
             Y_val = check_binary_labels(Y_val, "Y_val")
-            check_n_features(Y_val, "Y_val", self.n_labels_, "label columns")
+            check_n_features(Y_val, "Y_val", Y.shape[1], "label columns")
             check_same_n_samples(X_val=X_val, Y_val=Y_val)
 
         seed = torch_seed_from(rng)
-        self._start_fit()
         with num_threads(self.n_threads), seeded(seed, device):
-            network = self._build_network(X, self.n_labels_).to(device)
+            network = self._build_network(X, Y.shape[1]).to(device)
             self._train(network, X, Y, X_val, Y_val, device, seed)
         network.eval()
+        self.input_shape_ = tuple(X.shape[1:])
+        self.n_features_in_ = int(X.shape[1])
+        self.n_labels_ = int(Y.shape[1])
         self.network_ = network
         self.trunk_ = network.trunk
         self.embedding_dim_ = int(network.embedding_dim)
@@ -219,9 +219,11 @@ class NetClassifier:
         device: torch.device,
         seed: int,
     ) -> None:
-        # X stays on the CPU (a spatial-map array may not fit the accelerator); each batch is
-        # gathered by an index tensor and moved, which is far cheaper than a DataLoader.
-        X_t = to_tensor(X, torch.device("cpu"))
+        # Each batch is gathered by an index tensor, far cheaper than a DataLoader. X is copied to
+        # the accelerator once when it is small; a large spatial-map array stays in host memory
+        # and moves batch by batch. Labels stay on the CPU (HLC rewrites them between epochs).
+        on_device = device.type != "cpu" and X.nbytes <= _STAGE_BYTES
+        X_t = to_tensor(X, device if on_device else torch.device("cpu"))
         labels = to_tensor(Y, torch.device("cpu"))
         Y_val_t = to_tensor(Y_val, torch.device("cpu")) if Y_val is not None else None
         optimizer = torch.optim.Adam(network.parameters(), lr=self.lr, weight_decay=self.weight_decay)
@@ -287,7 +289,7 @@ class NetClassifier:
     def _check_predict_input(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "network_")
         X = self._check_X(X, "X")
-        self._check_same_input_shape(X, "X")
+        self._check_input_shape(X, "X", self.input_shape_)
         return X
 
     def predict_proba(self, X: Any) -> np.ndarray:
