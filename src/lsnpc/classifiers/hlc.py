@@ -80,7 +80,8 @@ def holistic_correction(
     """
     k = labels.sum(dim=1).round().long()
     order = probs.argsort(dim=1, descending=True, stable=True)
-    ranks = torch.empty_like(order).scatter_(1, order, torch.arange(probs.shape[1], device=probs.device).expand_as(order))
+    positions = torch.arange(probs.shape[1], device=probs.device).expand_as(order)
+    ranks = torch.empty_like(order).scatter_(1, order, positions)
     predicted = (ranks < k[:, None]).to(labels.dtype)
     ratio = holistic_scores(probs, adjacency, labels, beta) / holistic_scores(
         probs, adjacency, predicted, beta
