@@ -11,7 +11,7 @@ pytest.importorskip("timm")
 PIL_Image = pytest.importorskip("PIL.Image")
 
 from lsnpc.features import ImageEncoder, load_image, make_encoder, preprocess_images  # noqa: E402
-from lsnpc.features._threads import torch_threads  # noqa: E402
+from lsnpc._torch import num_threads as torch_threads  # noqa: E402
 
 # One torch thread per forward: on a busy shared machine this is several times faster than two.
 ONE = 1

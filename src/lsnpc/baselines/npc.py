@@ -34,8 +34,6 @@ agreeing negatives); it is here so that this finding can be reproduced.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from numbers import Integral, Real
 from typing import Any
 
@@ -45,30 +43,13 @@ from torch import nn
 from torch.distributions import LowRankMultivariateNormal
 from torch.nn import functional as F
 
-from lsnpc._torch import resolve_device, seeded, to_tensor, torch_seed_from
+from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import check_random_state, check_scalar
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
 
 __all__ = ["NPCCorrector"]
 
 _EPS = 1e-6
-
-
-@contextlib.contextmanager
-def _torch_threads(n_threads: int | None) -> Iterator[None]:
-    """Run the body with torch's intra-op thread count set to ``n_threads``, then restore it.
-
-    On a busy machine more threads than free cores make small networks many times slower.
-    """
-    if n_threads is None:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _mlp(n_in: int, hidden: int, n_out: int) -> nn.Sequential:
@@ -246,7 +227,7 @@ class NPCCorrector(PostProcessorMixin):
         self.feature_scale_ = np.where((s := data.X.std(axis=0)) > 0, s, 1.0).astype(np.float32)
         self.n_features_in_ = data.X.shape[1]
         self.device_ = device
-        with seeded(seed, device), _torch_threads(self.n_threads):
+        with seeded(seed, device), num_threads(self.n_threads):
             network = _NPCNetwork(
                 data.X.shape[1],
                 data.pred_probs.shape[1],
@@ -337,7 +318,7 @@ class NPCCorrector(PostProcessorMixin):
         x = self._scaled(X, self.device_)
         p = to_tensor(probs, self.device_)
         out = []
-        with torch.no_grad(), _torch_threads(self.n_threads):
+        with torch.no_grad(), num_threads(self.n_threads):
             for rows in torch.arange(x.shape[0], device=self.device_).split(4096):
                 out.append(torch.sigmoid(self.network_.encode(x[rows], p[rows])).cpu())
         return torch.cat(out).numpy().astype(np.float32)

@@ -34,7 +34,7 @@ from torch import nn
 
 from lsnpc._torch import resolve_device, seeded
 from lsnpc._validation import check_in_choices, check_scalar
-from lsnpc.features._threads import torch_threads
+from lsnpc._torch import num_threads as torch_threads
 from lsnpc.features.weights import (
     PRETRAINED,
     STATE_DICT_SUFFIXES,

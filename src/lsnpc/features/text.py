@@ -27,7 +27,7 @@ import torch
 
 from lsnpc._torch import resolve_device
 from lsnpc._validation import check_scalar
-from lsnpc.features._threads import torch_threads
+from lsnpc._torch import num_threads as torch_threads
 from lsnpc.features.weights import sha256_file
 
 __all__ = ["TextEncoder", "encode_texts", "resolve_text_model"]
