@@ -48,6 +48,7 @@ __all__ = [
     "NoiseSpec",
     "ComponentSpec",
     "ExperimentConfig",
+    "GridSpec",
     "NOISE_KINDS",
     "CLASSIFIERS",
     "POST_PROCESSORS",
@@ -63,10 +64,10 @@ CLASSIFIERS = ("mlp", "addgcn", "hlc")
 POST_PROCESSORS = ("none", "knn", "npc", "lsnpc", "lsnpc-semi", "gauss", "learned-nu", "lsnpc-paper")
 
 _DATASET_KEYS = {
-    "name", "data_home", "encoder", "batch_size", "cache_dir", "max_train", "max_test", "overrides",
+    "name", "label", "data_home", "encoder", "batch_size", "cache_dir", "max_train", "max_test", "overrides",
 }
-_TOP_KEYS = {"name", "description", "seeds", "device", "datasets", "noise", "classifiers",
-             "post_processors"}
+_GRID_KEYS = {"seeds", "datasets", "noise", "classifiers", "post_processors"}
+_TOP_KEYS = {"name", "description", "device", "grids", *_GRID_KEYS}
 
 
 class ConfigError(ValueError):
@@ -81,6 +82,9 @@ class DatasetSpec:
     ----------
     name : str
         A name known to :func:`lsnpc.data.load_dataset` (``synthetic``, ``scene``, ``goemotions``...).
+    label : str
+        How results and reports name it (default: ``name``); distinct labels let one data set
+        appear twice, e.g. with two feature encoders.
     data_home : str or None
         Where the data lives (None: the library's default data home).
     encoder : str or None
@@ -98,6 +102,7 @@ class DatasetSpec:
     """
 
     name: str
+    label: str = ""
     data_home: str | None = None
     encoder: str | None = None
     batch_size: int = 256
@@ -106,9 +111,13 @@ class DatasetSpec:
     max_test: int | None = None
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "data_home": self.data_home, "encoder": self.encoder,
+            "name": self.name, "label": self.label, "data_home": self.data_home, "encoder": self.encoder,
             "batch_size": self.batch_size, "cache_dir": self.cache_dir,
             "max_train": self.max_train, "max_test": self.max_test,
             "overrides": {k: dict(v) for k, v in self.overrides.items()},
@@ -139,17 +148,55 @@ class ComponentSpec:
 
 
 @dataclass(frozen=True)
-class ExperimentConfig:
-    """A validated experiment grid (see the module docstring for the YAML form)."""
+class GridSpec:
+    """One product grid: data sets x noise x classifiers x post-processors x seeds."""
 
-    name: str
     seeds: tuple[int, ...]
     datasets: tuple[DatasetSpec, ...]
     noise: tuple[NoiseSpec, ...]
     classifiers: tuple[ComponentSpec, ...]
     post_processors: tuple[ComponentSpec, ...]
+
+
+def _union(items: Any) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated experiment: one or more product grids (see the module docstring).
+
+    The ``datasets`` ... ``seeds`` properties list the union over the grids.
+    """
+
+    name: str
+    grids: tuple[GridSpec, ...]
     device: str = "cpu"
     description: str = ""
+
+    @property
+    def datasets(self) -> tuple[DatasetSpec, ...]:
+        return _union(d for g in self.grids for d in g.datasets)
+
+    @property
+    def noise(self) -> tuple[NoiseSpec, ...]:
+        return _union(n for g in self.grids for n in g.noise)
+
+    @property
+    def classifiers(self) -> tuple[ComponentSpec, ...]:
+        return _union(c for g in self.grids for c in g.classifiers)
+
+    @property
+    def post_processors(self) -> tuple[ComponentSpec, ...]:
+        return _union(p for g in self.grids for p in g.post_processors)
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return _union(s for g in self.grids for s in g.seeds)
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
@@ -173,40 +220,58 @@ def load_config(path: str | Path) -> ExperimentConfig:
 
 
 def parse_config(raw: Any, *, default_name: str = "experiment") -> ExperimentConfig:
-    """Validate a config already parsed into Python objects (dicts, lists, scalars)."""
+    """Validate a config already parsed into Python objects (dicts, lists, scalars).
+
+    With a ``grids`` list, each entry is a partial grid whose missing fields come from the top level
+    (so a config can hold several product grids that are not one product, like the paper's
+    ablation); without it the top level is the one grid.
+    """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"config: must be a mapping of fields, got {type(raw).__name__}")
     _no_unknown(raw, _TOP_KEYS, "config")
-    for key in ("datasets", "noise", "classifiers", "post_processors"):
-        if key not in raw:
-            raise ConfigError(f"{key}: required field is missing")
     name = raw.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise ConfigError(f"name: must be a non-empty string, got {name!r}")
     device = raw.get("device", "cpu")
     if not isinstance(device, str):
         raise ConfigError(f"device: must be a string such as 'cpu' or 'cuda', got {device!r}")
+    defaults = {k: raw[k] for k in _GRID_KEYS if k in raw}
+    if "grids" in raw:
+        grids = []
+        for i, part in enumerate(_seq(raw["grids"], "grids")):
+            if not isinstance(part, Mapping):
+                raise ConfigError(f"grids[{i}]: must be a mapping of grid fields, got {part!r}")
+            _no_unknown(part, _GRID_KEYS, f"grids[{i}]")
+            grids.append(_parse_grid({**defaults, **part}, f"grids[{i}]."))
+    else:
+        grids = [_parse_grid(defaults, "")]
+    return ExperimentConfig(name=name, description=str(raw.get("description", "")), device=device,
+                            grids=tuple(grids))
+
+
+def _parse_grid(raw: Mapping[str, Any], prefix: str) -> GridSpec:
+    for key in ("datasets", "noise", "classifiers", "post_processors"):
+        if key not in raw:
+            raise ConfigError(f"{prefix}{key}: required field is missing")
     datasets = tuple(
-        _parse_dataset(item, f"datasets[{i}]") for i, item in enumerate(_seq(raw["datasets"], "datasets"))
+        _parse_dataset(item, f"{prefix}datasets[{i}]")
+        for i, item in enumerate(_seq(raw["datasets"], f"{prefix}datasets"))
     )
-    _unique([d.name for d in datasets], "datasets", "name")
+    _unique([d.label for d in datasets], f"{prefix}datasets", "label")
     classifiers = tuple(
-        c for i, item in enumerate(_seq(raw["classifiers"], "classifiers"))
-        for c in _parse_component(item, f"classifiers[{i}]", CLASSIFIERS)
+        c for i, item in enumerate(_seq(raw["classifiers"], f"{prefix}classifiers"))
+        for c in _parse_component(item, f"{prefix}classifiers[{i}]", CLASSIFIERS)
     )
-    _unique([c.label for c in classifiers], "classifiers", "label")
+    _unique([c.label for c in classifiers], f"{prefix}classifiers", "label")
     processors = tuple(
-        p for i, item in enumerate(_seq(raw["post_processors"], "post_processors"))
-        for p in _parse_component(item, f"post_processors[{i}]", POST_PROCESSORS)
+        p for i, item in enumerate(_seq(raw["post_processors"], f"{prefix}post_processors"))
+        for p in _parse_component(item, f"{prefix}post_processors[{i}]", POST_PROCESSORS)
     )
-    _unique([p.label for p in processors], "post_processors", "label")
-    return ExperimentConfig(
-        name=name,
-        description=str(raw.get("description", "")),
-        seeds=_parse_seeds(raw.get("seeds", 1)),
-        device=device,
+    _unique([p.label for p in processors], f"{prefix}post_processors", "label")
+    return GridSpec(
+        seeds=_parse_seeds(raw.get("seeds", 1), f"{prefix}seeds"),
         datasets=datasets,
-        noise=_parse_noise(raw["noise"]),
+        noise=_parse_noise(raw["noise"], f"{prefix}noise"),
         classifiers=classifiers,
         post_processors=processors,
     )
@@ -246,19 +311,19 @@ def _positive_int(value: Any, where: str, *, allow_none: bool = True) -> int | N
     return value
 
 
-def _parse_seeds(value: Any) -> tuple[int, ...]:
+def _parse_seeds(value: Any, where: str = "seeds") -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
-            raise ConfigError(f"seeds: an integer means 'this many seeds' and must be >= 1, got {value}")
+            raise ConfigError(f"{where}: an integer means 'this many seeds' and must be >= 1, got {value}")
         return tuple(range(value))
     if isinstance(value, list) and value:
         for i, s in enumerate(value):
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-                raise ConfigError(f"seeds[{i}]: must be a non-negative integer, got {s!r}")
+                raise ConfigError(f"{where}[{i}]: must be a non-negative integer, got {s!r}")
         if len(set(value)) != len(value):
-            raise ConfigError(f"seeds: must not repeat a seed, got {value}")
+            raise ConfigError(f"{where}: must not repeat a seed, got {value}")
         return tuple(value)
-    raise ConfigError(f"seeds: must be a positive integer or a non-empty list of integers, got {value!r}")
+    raise ConfigError(f"{where}: must be a positive integer or a non-empty list of integers, got {value!r}")
 
 
 def _parse_dataset(item: Any, where: str) -> DatasetSpec:
@@ -281,8 +346,12 @@ def _parse_dataset(item: Any, where: str) -> DatasetSpec:
             f"{where}.overrides: must map a component name or label to a mapping of parameters, "
             f"got {overrides!r}"
         )
+    label = item.get("label", name)
+    if not isinstance(label, str) or not label:
+        raise ConfigError(f"{where}.label: must be a non-empty string, got {label!r}")
     return DatasetSpec(
         name=name,
+        label=label,
         data_home=item.get("data_home"),
         encoder=item.get("encoder"),
         batch_size=_positive_int(item.get("batch_size", 256), f"{where}.batch_size", allow_none=False),
@@ -305,20 +374,22 @@ def _parse_kind(value: Any, where: str) -> str:
     return value
 
 
-def _parse_noise(value: Any) -> tuple[NoiseSpec, ...]:
+def _parse_noise(value: Any, where: str = "noise") -> tuple[NoiseSpec, ...]:
     specs: list[NoiseSpec] = []
     if isinstance(value, Mapping):
-        _no_unknown(value, {"kinds", "rates"}, "noise")
-        kinds = [_parse_kind(k, f"noise.kinds[{i}]") for i, k in enumerate(_seq(value.get("kinds"), "noise.kinds"))]
-        rates = [_parse_rate(r, f"noise.rates[{i}]") for i, r in enumerate(_seq(value.get("rates"), "noise.rates"))]
+        _no_unknown(value, {"kinds", "rates"}, where)
+        kinds = [_parse_kind(k, f"{where}.kinds[{i}]")
+                 for i, k in enumerate(_seq(value.get("kinds"), f"{where}.kinds"))]
+        rates = [_parse_rate(r, f"{where}.rates[{i}]")
+                 for i, r in enumerate(_seq(value.get("rates"), f"{where}.rates"))]
         specs = [NoiseSpec(k, r) for r in rates for k in kinds]
     else:
-        for i, item in enumerate(_seq(value, "noise")):
+        for i, item in enumerate(_seq(value, where)):
             if not isinstance(item, Mapping):
-                raise ConfigError(f"noise[{i}]: must be a mapping {{kind, rate}}, got {item!r}")
-            _no_unknown(item, {"kind", "rate"}, f"noise[{i}]")
-            specs.append(NoiseSpec(_parse_kind(item.get("kind"), f"noise[{i}].kind"),
-                                   _parse_rate(item.get("rate"), f"noise[{i}].rate")))
+                raise ConfigError(f"{where}[{i}]: must be a mapping {{kind, rate}}, got {item!r}")
+            _no_unknown(item, {"kind", "rate"}, f"{where}[{i}]")
+            specs.append(NoiseSpec(_parse_kind(item.get("kind"), f"{where}[{i}].kind"),
+                                   _parse_rate(item.get("rate"), f"{where}[{i}].rate")))
     # Rate 0 leaves labels untouched whatever the kind: keep one clean setting (under the first
     # kind listed, as the paper's Table 3 prints 0% once) so it is not trained twice.
     out: list[NoiseSpec] = []

@@ -9,6 +9,7 @@ per group and shared by all its post-processors.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -49,14 +50,16 @@ class RunSpec:
 
     @property
     def group_key(self) -> tuple[str, str, float, int]:
-        return (self.dataset.name, self.noise.kind, self.noise.rate, self.seed)
+        data = json.dumps(self.identity()["dataset"], sort_keys=True)
+        return (data, self.noise.kind, self.noise.rate, self.seed)
 
     def flat(self) -> dict[str, Any]:
         """The run's config as flat columns for the results table."""
         return {
             "run_id": self.run_id,
             "experiment": self.experiment,
-            "dataset": self.dataset.name,
+            "dataset": self.dataset.label,
+            "dataset_name": self.dataset.name,
             "data_home": self.dataset.data_home,
             "encoder": self.dataset.encoder,
             "max_train": self.dataset.max_train,
@@ -86,7 +89,7 @@ class GroupTask:
 
     @property
     def key(self) -> str:
-        return f"{self.dataset.name}/{self.noise.kind}-{self.noise.rate:g}/seed{self.seed}"
+        return f"{self.dataset.label}/{self.noise.kind}-{self.noise.rate:g}/seed{self.seed}"
 
 
 def _with_overrides(component: ComponentSpec, dataset: DatasetSpec) -> ComponentSpec:
@@ -98,22 +101,22 @@ def _with_overrides(component: ComponentSpec, dataset: DatasetSpec) -> Component
 
 def expand_runs(config: ExperimentConfig) -> list[RunSpec]:
     """Every run of the grid, in a stable order (data set, noise, seed, classifier, processor)."""
-    runs = []
-    for dataset in config.datasets:
-        for noise in config.noise:
-            for seed in config.seeds:
-                for classifier in config.classifiers:
-                    for processor in config.post_processors:
-                        runs.append(RunSpec(
-                            experiment=config.name,
-                            dataset=dataset,
-                            noise=noise,
-                            classifier=_with_overrides(classifier, dataset),
-                            processor=_with_overrides(processor, dataset),
-                            seed=seed,
-                            device=config.device,
-                        ))
-    return runs
+    runs: dict[str, RunSpec] = {}  # run id -> run: grids that overlap do not run anything twice
+    for grid in config.grids:
+        for dataset, noise, seed, classifier, processor in itertools.product(
+            grid.datasets, grid.noise, grid.seeds, grid.classifiers, grid.post_processors
+        ):
+            run = RunSpec(
+                experiment=config.name,
+                dataset=dataset,
+                noise=noise,
+                classifier=_with_overrides(classifier, dataset),
+                processor=_with_overrides(processor, dataset),
+                seed=seed,
+                device=config.device,
+            )
+            runs.setdefault(run.run_id, run)
+    return list(runs.values())
 
 
 def group_runs(runs: list[RunSpec]) -> list[GroupTask]:

@@ -151,14 +151,14 @@ def make_classifier(spec: ComponentSpec, *, seed: int, device: str) -> Any:
     """Build the base classifier named by ``spec`` (``mlp``, ``addgcn`` or ``hlc``)."""
     from lsnpc import classifiers
 
-    cls = {"mlp": classifiers.MLPClassifier, "addgcn": classifiers.ADDGCN, "hlc": classifiers.HLC}[spec.name]
+    cls = getattr(classifiers, {"mlp": "MLPClassifier", "addgcn": "ADDGCN", "hlc": "HLC"}[spec.name])
     return cls(**dict(spec.params), random_state=derive_seed(seed, "classifier"), device=device)
 
 
 def _split_params(spec: ComponentSpec) -> tuple[dict[str, Any], dict[str, Any]]:
     """(runner options with defaults filled in, estimator params)."""
     params = dict(spec.params)
-    options = dict(_PROCESSOR_DEFAULTS[spec.name])
+    options: dict[str, Any] = {"encoder": None, **_PROCESSOR_DEFAULTS[spec.name]}
     for key in _RUNNER_KEYS:
         if key in params:
             options[key] = params.pop(key)
@@ -210,11 +210,14 @@ def _version() -> str:
 # ----------------------------------------------------------------------------- the group
 
 
-def _run_processor(run: RunSpec, data: _GroupData, classifier: Any, probs: dict[str, np.ndarray]) -> dict[str, Any]:
+def _run_processor(
+    run: RunSpec, data: _GroupData, classifier: Any, probs: dict[str, np.ndarray], threads: int | None
+) -> dict[str, Any]:
     from lsnpc.metrics import evaluate
 
     options, _ = _split_params(run.processor)
     processor = make_processor(run.processor, seed=run.seed, device=run.device, classifier=classifier)
+    processor = _with_threads(processor, threads)
     history: Any = None
     fit_s = 0.0
     start = time.perf_counter()
@@ -251,12 +254,31 @@ def _run_processor(run: RunSpec, data: _GroupData, classifier: Any, probs: dict[
     return row
 
 
-def run_group(task: GroupTask, results_dir: str | Path | None = None) -> GroupResult:
+def _with_threads(estimator: Any, threads: int | None) -> Any:
+    """Give ``estimator`` ``n_threads=threads`` unless the config already chose one."""
+    if estimator is None or threads is None or not hasattr(estimator, "n_threads"):
+        return estimator
+    if estimator.n_threads is None:
+        estimator.n_threads = threads
+    return estimator
+
+
+def run_group(
+    task: GroupTask,
+    results_dir: str | Path | None = None,
+    *,
+    threads: int | None = None,
+    raise_errors: bool = False,
+) -> GroupResult:
     """Run every unfinished run of ``task``; write each finished run to ``results_dir`` at once.
 
     Runs already in the store are skipped (and their base classifier is not trained when no run of
     it is left). A failing run is recorded in ``errors`` with its traceback and not written, so the
-    next invocation retries it; the other runs of the group go on.
+    next invocation retries it; the other runs of the group go on. With ``raise_errors`` the first
+    error propagates instead (the demo wants the user's mistake, not a traceback string).
+
+    ``threads`` is the torch thread count of every estimator that takes ``n_threads`` (unless its
+    params set one); it does not change results, only speed, so it is not part of a run's identity.
     """
     store = ResultsStore(results_dir) if results_dir is not None else None
     result = GroupResult(key=task.key)
@@ -267,6 +289,8 @@ def run_group(task: GroupTask, results_dir: str | Path | None = None) -> GroupRe
     try:
         data = _prepare(task)
     except Exception:
+        if raise_errors:
+            raise
         tb = traceback.format_exc()
         result.errors = {r.run_id: tb for r in pending}
         return result
@@ -278,20 +302,24 @@ def run_group(task: GroupTask, results_dir: str | Path | None = None) -> GroupRe
         spec = runs[0].classifier
         try:
             start = time.perf_counter()
-            classifier = make_classifier(spec, seed=task.seed, device=task.device)
+            classifier = _with_threads(make_classifier(spec, seed=task.seed, device=task.device), threads)
             # The base classifier sees noisy labels only, validation included.
             classifier.fit(data.X["train"], data.Y_noisy["train"],
                            X_val=data.X["val0"], Y_val=data.Y_noisy["val0"])
             classifier_s = time.perf_counter() - start
             probs = {part: classifier.predict_proba(data.X[part]) for part in ("train", "val0", "val1", "test")}
         except Exception:
+            if raise_errors:
+                raise
             tb = traceback.format_exc()
             result.errors.update({r.run_id: tb for r in runs})
             continue
         for run in runs:
             try:
-                row = _run_processor(run, data, classifier, probs)
+                row = _run_processor(run, data, classifier, probs, threads)
             except Exception:
+                if raise_errors:
+                    raise
                 result.errors[run.run_id] = traceback.format_exc()
                 continue
             row.update({

@@ -1,0 +1,95 @@
+"""Read and write user arrays (features, probabilities, labels) as .npy, .csv or .parquet.
+
+Used by the command line. A CSV may have a header row (kept as column names, so corrected
+probabilities are written back under the same names); a parquet file's columns are all read.
+Writes are atomic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lsnpc._io import atomic_path
+
+__all__ = ["FORMATS", "array_format", "read_array", "write_array"]
+
+FORMATS = (".npy", ".csv", ".parquet")
+
+
+def array_format(path: str | Path, name: str = "path") -> str:
+    """The format (``.npy``, ``.csv`` or ``.parquet``) named by a path's suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"{name} must end in {', '.join(FORMATS)}; got {str(path)!r}")
+    return suffix
+
+
+def _csv_has_header(path: Path) -> bool:
+    with open(path, encoding="utf-8") as fh:
+        first = fh.readline().strip()
+    if not first:
+        raise ValueError(f"{path} is empty")
+    try:
+        [float(x) for x in first.split(",")]
+    except ValueError:
+        return True
+    return False
+
+
+def read_array(path: str | Path, name: str) -> tuple[np.ndarray, list[str] | None]:
+    """Read a 2-d numeric array; returns (array, column names or None).
+
+    Raises FileNotFoundError for a missing file and ValueError (naming ``name``) for an unreadable
+    or non-numeric one. A 1-d array is returned as is; callers check shapes.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{name}: file not found: {path}")
+    fmt = array_format(path, name)
+    try:
+        if fmt == ".npy":
+            # allow_pickle=False: a user file must never run code when loaded
+            return np.load(path, allow_pickle=False), None
+        if fmt == ".csv":
+            if _csv_has_header(path):
+                import pandas as pd
+
+                frame = pd.read_csv(path)
+                return frame.to_numpy(), [str(c) for c in frame.columns]
+            return np.loadtxt(path, delimiter=",", ndmin=2), None
+        import pandas as pd
+
+        frame = pd.read_parquet(path)
+        return frame.to_numpy(), [str(c) for c in frame.columns]
+    except (OSError, ValueError, ImportError) as exc:
+        raise ValueError(f"{name}: could not read {path}: {exc}") from exc
+
+
+def write_array(path: str | Path, array: np.ndarray, *, columns: list[str] | None = None) -> Path:
+    """Write ``array`` atomically in the format named by ``path``'s suffix."""
+    path = Path(path)
+    fmt = array_format(path, "out")
+    array = np.asarray(array)
+    if columns is not None and (array.ndim != 2 or len(columns) != array.shape[1]):
+        columns = None
+    with atomic_path(path, suffix=fmt) as tmp:
+        if fmt == ".npy":
+            np.save(tmp, array, allow_pickle=False)
+        elif fmt == ".csv":
+            header = ",".join(columns) if columns else ""
+            fmt_spec = "%d" if np.issubdtype(array.dtype, np.integer) else "%.8g"
+            np.savetxt(tmp, array, delimiter=",", header=header, comments="", fmt=fmt_spec)
+        else:
+            import pandas as pd
+
+            names = columns or [f"label_{j}" for j in range(array.shape[1] if array.ndim == 2 else 1)]
+            pd.DataFrame(array.reshape(len(array), -1), columns=names).to_parquet(tmp, index=False)
+    return path
+
+
+def describe(array: Any) -> str:
+    """A short shape description for messages."""
+    return "x".join(str(s) for s in np.shape(array))
