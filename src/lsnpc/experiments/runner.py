@@ -77,17 +77,22 @@ class GroupResult:
 # ----------------------------------------------------------------------------- data
 
 
-def _features(dataset: Any, spec: DatasetSpec, device: str) -> np.ndarray:
-    """(n, d) float32 features of a loaded data set (frozen encoder for text / image sets)."""
+def _features(dataset: Any, spec: DatasetSpec, device: str, threads: int | None) -> np.ndarray:
+    """(n, d) float32 features of a loaded data set (frozen encoder for text / image sets).
+
+    Encoded features are cached on disk by the features module, so the groups of a grid (and
+    later invocations) encode each split once.
+    """
     if dataset.kind == "features":
         return np.asarray(dataset.X, dtype=np.float32)
-    from lsnpc.features import extract_features
+    from lsnpc.features import extract_features, make_encoder
 
-    encoder = spec.encoder or DEFAULT_ENCODERS.get(dataset.kind)
-    kwargs: dict[str, Any] = {"batch_size": spec.batch_size, "device": device}
-    if spec.cache_dir is not None:
-        kwargs["cache_dir"] = spec.cache_dir
-    return np.asarray(extract_features(dataset, encoder, **kwargs), dtype=np.float32)
+    encoder = make_encoder(spec.encoder or DEFAULT_ENCODERS[dataset.kind], num_threads=threads)
+    return np.asarray(
+        extract_features(dataset, encoder, batch_size=spec.batch_size, device=device,
+                         cache_dir=spec.cache_dir, progress=False),
+        dtype=np.float32,
+    )
 
 
 @dataclass
@@ -107,7 +112,7 @@ def _subsample(idx: np.ndarray, limit: int | None, seed: int, purpose: str) -> n
     return np.sort(rng.choice(idx, size=limit, replace=False))
 
 
-def _prepare(task: GroupTask) -> _GroupData:
+def _prepare(task: GroupTask, threads: int | None = None) -> _GroupData:
     from lsnpc.data import load_dataset, paper_splits
     from lsnpc.noise import simulate_noise
 
@@ -115,8 +120,8 @@ def _prepare(task: GroupTask) -> _GroupData:
     spec, seed = task.dataset, task.seed
     train_set = load_dataset(spec.name, "train", data_home=spec.data_home)
     test_set = load_dataset(spec.name, "test", data_home=spec.data_home)
-    X_all = _features(train_set, spec, task.device)
-    X_test = _features(test_set, spec, task.device)
+    X_all = _features(train_set, spec, task.device, threads)
+    X_test = _features(test_set, spec, task.device, threads)
     Y_all = np.asarray(train_set.Y, dtype=np.int64)
     Y_test = np.asarray(test_set.Y, dtype=np.int64)
 
@@ -287,7 +292,7 @@ def run_group(
     if not pending:
         return result
     try:
-        data = _prepare(task)
+        data = _prepare(task, threads)
     except Exception:
         if raise_errors:
             raise
