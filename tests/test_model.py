@@ -122,3 +122,14 @@ def test_correction_averages_monte_carlo_samples_in_one_pass() -> None:
     torch.manual_seed(0)
     single = model.correct(x, noisy, n_samples=1)
     assert not torch.allclose(single, probs)
+
+
+def test_split_decoder_equals_the_concatenated_decoder() -> None:
+    model = _model("student").eval()
+    with torch.no_grad():
+        model.label_decoder.norm.running_mean.uniform_(-1, 1)
+        model.label_decoder.norm.running_var.uniform_(0.5, 2)
+    h, z = torch.randn(6, 8), torch.randn(6, 4)
+    full = model.label_logits(h, z)
+    split = model.label_decoder.data_logits(h) + model.label_decoder.latent_logits(z)
+    torch.testing.assert_close(full, split)

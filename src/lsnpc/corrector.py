@@ -92,7 +92,8 @@ class LSNPC:
         feature-only analogue of the paper starting from the base model's backbone).
     guard : bool
         With clean validation labels, compare the corrected and the base predictions on them and hand
-        back whichever (or which blend of the two) validation says is better; recorded in ``guard_``.
+        back the blend of the two that validation says is best without losing micro- or macro-F1
+        against the base model (the base model itself when nothing qualifies); see ``guard_``.
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -352,27 +353,30 @@ class LSNPC:
 
     # ------------------------------------------------------------------ guard
     def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> dict[str, Any]:
-        """Pick the blend α·corrected + (1 − α)·base that validation F1 prefers (α ∈ {0, ¼, ½, ¾, 1}).
+        """Pick the blend α·corrected + (1 − α)·base, α ∈ {0, ¼, ½, ¾, 1}, that validation prefers.
 
-        The score is the mean of micro- and macro-F1 at threshold 0.5; ties go to the smaller α, so the
-        corrector only moves away from the base model when validation evidence favours it.
+        A blend is admissible only if it loses neither micro- nor macro-F1 (threshold 0.5) against the
+        base model on the validation labels; among those, the best mean of the two wins, ties going to
+        the smaller α. So the corrector moves away from the base model only where validation evidence
+        favours it on both metrics (α = 0, the base model, is always admissible).
         """
         corrected = self._raw_correct(X_val, p_val)
         scores = {}
         for alpha in (0.0, 0.25, 0.5, 0.75, 1.0):
             blend = alpha * corrected + (1 - alpha) * p_val
-            micro, macro = f1_micro_macro(y_val, blend)
-            scores[alpha] = (micro + macro) / 2, micro, macro
-        best = max(scores, key=lambda a: (round(scores[a][0], 12), -a))
+            scores[alpha] = f1_micro_macro(y_val, blend)
+        base_micro, base_macro = scores[0.0]
+        admissible = [a for a, (mi, ma) in scores.items() if mi >= base_micro and ma >= base_macro]
+        best = max(admissible, key=lambda a: (round(sum(scores[a]) / 2, 12), -a))
         return {
             "applied": True,
             "blend": best,
-            "val_base_micro_f1": scores[0.0][1],
-            "val_base_macro_f1": scores[0.0][2],
-            "val_corrected_micro_f1": scores[1.0][1],
-            "val_corrected_macro_f1": scores[1.0][2],
-            "val_chosen_micro_f1": scores[best][1],
-            "val_chosen_macro_f1": scores[best][2],
+            "val_base_micro_f1": base_micro,
+            "val_base_macro_f1": base_macro,
+            "val_corrected_micro_f1": scores[1.0][0],
+            "val_corrected_macro_f1": scores[1.0][1],
+            "val_chosen_micro_f1": scores[best][0],
+            "val_chosen_macro_f1": scores[best][1],
         }
 
     # ------------------------------------------------------------------ predict

@@ -19,9 +19,11 @@ Each class below is one of these functions; :class:`LatentShiftModel` wires them
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Distribution, Normal, StudentT
 
@@ -45,19 +47,22 @@ _MIN_SCALE = 1e-4
 
 
 class FastStudentT(StudentT):
-    """Student-t with a fixed (non-learned) ν whose ``rsample`` avoids the Gamma reparameterisation.
+    """Student-t with a fixed (non-learned) ν whose ``rsample`` needs no Gamma draws.
 
-    ``torch.distributions.StudentT.rsample`` differentiates through its Gamma draw, which only matters
-    when ν itself is learned. With ν fixed, ẑ = loc + scale · ε · sqrt(ν / χ²_ν) is reparameterised
-    in loc and scale by drawing χ²_ν without a graph, which is cheaper. ``log_prob`` is inherited.
+    ``torch.distributions.StudentT.rsample`` draws a Gamma variate (slow on CPU) and differentiates
+    through it, which only matters when ν itself is learned. With ν fixed, Bailey's polar method gives
+    an exact standard Student-t from two uniforms, T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)), and
+    ẑ = loc + scale · T is reparameterised in loc and scale. ``log_prob`` is inherited.
     """
 
     def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:  # noqa: B008
         shape = self._extended_shape(sample_shape)
-        half_df = (0.5 * self.df).detach().expand(shape)
-        chi2 = 2.0 * torch._standard_gamma(half_df)
-        eps = torch.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
-        return self.loc + self.scale * eps * torch.sqrt(self.df / chi2)
+        dtype, device = self.loc.dtype, self.loc.device
+        angle = torch.rand(shape, dtype=dtype, device=device).mul_(2 * math.pi).cos_()
+        radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)  # in (0, 1]: no division by zero
+        df = self.df.detach()
+        radial = radius.pow_(-2.0 / df).sub_(1.0).mul_(df).sqrt_()
+        return self.loc + self.scale * (angle * radial)
 
 
 def _mlp(sizes: list[int], *, dropout: float = 0.0, batch_norm: bool = True) -> nn.Sequential:
@@ -187,6 +192,24 @@ class LabelDecoder(nn.Module):
     def forward(self, data_embedding: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
         return self.out(self.norm(torch.cat([data_embedding, latent], dim=-1)))
 
+    def _part(self, values: torch.Tensor, columns: slice) -> torch.Tensor:
+        """Eval-mode contribution of one block of input columns (BatchNorm is per feature, and the
+        output layer is linear, so the logits are the sum of the data and latent contributions)."""
+        norm = self.norm
+        normed = F.batch_norm(
+            values, norm.running_mean[columns], norm.running_var[columns], norm.weight[columns],
+            norm.bias[columns], training=False, eps=norm.eps,
+        )
+        return F.linear(normed, self.out.weight[:, columns])
+
+    def data_logits(self, data_embedding: torch.Tensor) -> torch.Tensor:
+        """The data part of the logits, bias included (batch, L); eval mode only."""
+        return self._part(data_embedding, slice(0, self.data_dim)) + self.out.bias
+
+    def latent_logits(self, latent: torch.Tensor) -> torch.Tensor:
+        """The latent part of the logits (..., L); eval mode only."""
+        return self._part(latent, slice(self.data_dim, None))
+
 
 @dataclass
 class LatentConfig:
@@ -281,11 +304,14 @@ class LatentShiftModel(nn.Module):
         h = self.data_encoder(x)
         q_zhat = self.q_latent(h, noisy)
         zhat = q_zhat.rsample((n_samples,))  # (S, B, m)
-        q_z = self.q_true_given_shifted(zhat.flatten(0, 1))
-        z = q_z.rsample()
-        h_rep = h.unsqueeze(0).expand(n_samples, *h.shape).flatten(0, 1)
-        probs = torch.sigmoid(self.label_logits(h_rep, z))
-        return probs.view(n_samples, x.shape[0], -1).mean(0)
+        z = self.q_true_given_shifted(zhat.flatten(0, 1)).rsample()
+        if self.training:  # batch statistics: run the decoder on the full concatenation
+            h_rep = h.unsqueeze(0).expand(n_samples, *h.shape).flatten(0, 1)
+            logits = self.label_logits(h_rep, z).view(n_samples, x.shape[0], -1)
+        else:  # g_φ's data part is the same for every draw: compute it once
+            decoder = self.label_decoder
+            logits = decoder.latent_logits(z).view(n_samples, x.shape[0], -1) + decoder.data_logits(h)
+        return torch.sigmoid(logits).mean(0)
 
 
 def clone_encoder(encoder: nn.Module) -> nn.Module:
