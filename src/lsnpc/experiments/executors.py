@@ -130,7 +130,10 @@ def _execute_ray(
         if address is not None:
             ray.init(address=address)
         else:
-            ray.init(num_cpus=max(jobs * threads, 1), include_dashboard=False)
+            # Ray renices its workers to 15 by default; here the workers do all the work, and at
+            # nice 15 on a busy machine they starve (a torch import took minutes).
+            ray.init(num_cpus=max(jobs * threads, 1), include_dashboard=False,
+                     _system_config={"worker_niceness": 0})
     remote = ray.remote(num_cpus=threads)(_run_in_worker)
     store = ResultsStore(results_path) if results_path is not None else None
     queue = list(tasks)
