@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 from ._torch import num_threads, resolve_device, seeded, torch_seed_from
-from ._training import TrainingData, f1_micro_macro, train_latent_shift_model
+from ._guard import decide_blend
+from ._training import TrainingData, train_latent_shift_model
 from ._validation import (
     NotFittedError,
     check_array,
@@ -91,9 +92,12 @@ class LSNPC:
         probabilities before the VAE training, so the data embedding is informative from the start (the
         feature-only analogue of the paper starting from the base model's backbone).
     guard : bool
-        With clean validation labels, compare the corrected and the base predictions on them and hand
-        back the blend of the two that validation says is best without losing micro- or macro-F1
-        against the base model (the base model itself when nothing qualifies); see ``guard_``.
+        With clean validation labels, hand back the blend α · corrected + (1 − α) · base (α in
+        {0, ¼, ½, ¾, 1}) that validation says is best among those that lose neither micro- nor
+        macro-F1 against the base model, on the validation set and in ``guard_confidence`` of its
+        bootstrap resamples (the base model itself when nothing qualifies); see ``guard_``.
+    guard_confidence : float in [0, 1]
+        Share of bootstrap resamples in which a blend must not lose to the base model.
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -144,6 +148,7 @@ class LSNPC:
         predict_feed: str = "probs",
         warm_start: bool = True,
         guard: bool = True,
+        guard_confidence: float = 0.8,
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int = 2000,
@@ -171,6 +176,7 @@ class LSNPC:
         self.predict_feed = predict_feed
         self.warm_start = warm_start
         self.guard = guard
+        self.guard_confidence = guard_confidence
         self.schedule = schedule
         self.holdout_fraction = holdout_fraction
         self.min_steps = min_steps
@@ -230,6 +236,7 @@ class LSNPC:
         check_in_choices(self.train_feed, "train_feed", FEEDS)
         check_in_choices(self.predict_feed, "predict_feed", FEEDS)
         check_in_choices(self.schedule, "schedule", SCHEDULES)
+        check_scalar(self.guard_confidence, "guard_confidence", low=0, high=1)
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
@@ -353,31 +360,12 @@ class LSNPC:
 
     # ------------------------------------------------------------------ guard
     def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> dict[str, Any]:
-        """Pick the blend α·corrected + (1 − α)·base, α ∈ {0, ¼, ½, ¾, 1}, that validation prefers.
-
-        A blend is admissible only if it loses neither micro- nor macro-F1 (threshold 0.5) against the
-        base model on the validation labels; among those, the best mean of the two wins, ties going to
-        the smaller α. So the corrector moves away from the base model only where validation evidence
-        favours it on both metrics (α = 0, the base model, is always admissible).
-        """
+        """The guard's decision on the validation triple (see :mod:`lsnpc._guard`)."""
         corrected = self._raw_correct(X_val, p_val)
-        scores = {}
-        for alpha in (0.0, 0.25, 0.5, 0.75, 1.0):
-            blend = alpha * corrected + (1 - alpha) * p_val
-            scores[alpha] = f1_micro_macro(y_val, blend)
-        base_micro, base_macro = scores[0.0]
-        admissible = [a for a, (mi, ma) in scores.items() if mi >= base_micro and ma >= base_macro]
-        best = max(admissible, key=lambda a: (round(sum(scores[a]) / 2, 12), -a))
-        return {
-            "applied": True,
-            "blend": best,
-            "val_base_micro_f1": base_micro,
-            "val_base_macro_f1": base_macro,
-            "val_corrected_micro_f1": scores[1.0][0],
-            "val_corrected_macro_f1": scores[1.0][1],
-            "val_chosen_micro_f1": scores[best][0],
-            "val_chosen_macro_f1": scores[best][1],
-        }
+        return decide_blend(
+            y_val, corrected, p_val, confidence=float(self.guard_confidence),
+            rng=np.random.default_rng(self.predict_seed_),
+        )
 
     # ------------------------------------------------------------------ predict
     def _check_predict_input(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,68 @@
+"""The guard: blends only where validation evidence (and its bootstrap) supports them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score
+
+from lsnpc._guard import _counts, decide_blend, f1_from_counts
+
+
+def test_f1_from_counts_equals_scikit_learn() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, size=(80, 6))
+    y[:, 5] = 0  # a label with no positive: F1 0 by zero_division=0, as in scikit-learn
+    pred = rng.integers(0, 2, size=(80, 6))
+    pred[:, 5] = 0
+    micro, macro = f1_from_counts(*_counts(y, pred, np.ones((1, 80))))
+    assert micro[0] == pytest.approx(f1_score(y, pred, average="micro", zero_division=0))
+    assert macro[0] == pytest.approx(f1_score(y, pred, average="macro", zero_division=0))
+
+
+def _labels(n: int = 300, n_labels: int = 5, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2, size=(n, n_labels))
+
+
+def test_clearly_better_correction_is_kept() -> None:
+    y = _labels()
+    rng = np.random.default_rng(1)
+    base = np.clip(0.5 * y + 0.25 + rng.normal(0, 0.25, y.shape), 0, 1)  # often wrong
+    corrected = np.clip(0.8 * y + 0.1, 0, 1)  # always right
+    decision = decide_blend(y, corrected, base, confidence=0.8, rng=np.random.default_rng(0))
+    assert decision["blend"] > 0
+    assert decision["val_chosen_micro_f1"] > decision["val_base_micro_f1"]
+
+
+def test_worse_correction_falls_back_to_the_base_model() -> None:
+    y = _labels()
+    base = np.clip(0.8 * y + 0.1, 0, 1)
+    corrected = 1 - base
+    decision = decide_blend(y, corrected, base, confidence=0.8, rng=np.random.default_rng(0))
+    assert decision["blend"] == 0.0
+    assert decision["val_chosen_micro_f1"] == decision["val_base_micro_f1"]
+
+
+def test_a_difference_within_validation_noise_is_not_evidence() -> None:
+    """A correction that is better on the full validation set by a couple of lucky samples, but not
+    in most bootstrap resamples, is refused at confidence 0.8 and accepted at confidence 0."""
+    y = _labels(200, 4, seed=3)
+    base = y.astype(float) * 0.9 + 0.05
+    rng = np.random.default_rng(4)
+    flips = rng.random(y.shape) < 0.2
+    base[flips] = 1 - base[flips]
+    corrected = base.copy()
+    # fix 6 of the base model's mistakes and add 4 new ones: +2 net on 800 decisions
+    wrong = np.argwhere(flips)[:6]
+    right = np.argwhere(~flips)[:4]
+    for i, j in wrong:
+        corrected[i, j] = 1 - corrected[i, j]
+    for i, j in right:
+        corrected[i, j] = 1 - corrected[i, j]
+    strict = decide_blend(y, corrected, base, confidence=0.8, rng=np.random.default_rng(0))
+    lax = decide_blend(y, corrected, base, confidence=0.0, rng=np.random.default_rng(0))
+    assert lax["val_corrected_micro_f1"] > lax["val_base_micro_f1"]
+    assert lax["val_corrected_macro_f1"] > lax["val_base_macro_f1"]
+    assert 0.5 < strict["bootstrap_support"]["1.0"] < 0.8
+    assert strict["blend"] == 0.0
+    assert lax["blend"] > 0.0
