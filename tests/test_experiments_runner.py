@@ -158,3 +158,14 @@ def test_executor_argument_errors(tmp_path: Path) -> None:
         run_experiment(config, tmp_path, executor="slurm")
     with pytest.raises(ValueError, match="jobs must be a positive integer"):
         run_experiment(config, tmp_path, jobs=0)
+
+
+def test_prefetch_skips_feature_sets_and_swallows_missing_data(tmp_path: Path) -> None:
+    from lsnpc.experiments.runner import prefetch_features
+
+    raw = tiny(seeds=[0], processors=["none"])
+    raw["datasets"].append({"name": "goemotions", "data_home": str(tmp_path / "empty")})
+    tasks = group_runs(expand_runs(parse_config(raw)))
+    prefetch_features(tasks, threads=1)  # synthetic: nothing to encode; goemotions: absent, left to the group
+    result = run_group(tasks[1], None, threads=1)
+    assert not result.rows and "not found" in next(iter(result.errors.values()))

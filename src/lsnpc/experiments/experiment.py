@@ -10,7 +10,7 @@ from pathlib import Path
 from lsnpc.experiments.config import ExperimentConfig, load_config
 from lsnpc.experiments.executors import execute
 from lsnpc.experiments.grid import GroupTask, expand_runs, group_runs
-from lsnpc.experiments.runner import GroupResult
+from lsnpc.experiments.runner import GroupResult, prefetch_features
 from lsnpc.experiments.store import ResultsStore
 
 __all__ = ["ExperimentSummary", "plan_experiment", "run_experiment"]
@@ -78,6 +78,8 @@ def run_experiment(
     if on_plan is not None:
         on_plan(tasks, n_runs, n_skipped)
     summary = ExperimentSummary(n_runs=n_runs, n_skipped=n_skipped, partial_removed=removed)
+    if executor == "local" and jobs > 1:
+        prefetch_features(tasks, threads)
     for result in execute(tasks, results_dir, jobs=jobs, executor=executor, threads=threads,
                           ray_address=ray_address, on_result=on_result):
         summary.n_done += len(result.rows)

@@ -33,7 +33,7 @@ from lsnpc.experiments.config import ComponentSpec, DatasetSpec
 from lsnpc.experiments.grid import GroupTask, RunSpec
 from lsnpc.experiments.store import ResultsStore
 
-__all__ = ["GroupResult", "run_group", "derive_seed", "make_classifier", "make_processor",
+__all__ = ["GroupResult", "run_group", "prefetch_features", "derive_seed", "make_classifier", "make_processor",
            "DEFAULT_ENCODERS"]
 
 DEFAULT_ENCODERS = {"texts": "all-MiniLM-L6-v2", "images": "resnet50"}
@@ -93,6 +93,30 @@ def _features(dataset: Any, spec: DatasetSpec, device: str, threads: int | None)
                          cache_dir=spec.cache_dir, progress=False),
         dtype=np.float32,
     )
+
+
+def prefetch_features(tasks: list[GroupTask], threads: int | None = None) -> None:
+    """Encode (and so cache) the features of every text / image data set the tasks use, here.
+
+    Called before local workers start, so that parallel groups of one data set find the features
+    cached instead of each encoding them (GoEmotions' 48k texts take half an hour on one core).
+    Failures are left for the groups to report.
+    """
+    from lsnpc.data import get_dataset_info, load_dataset
+
+    seen: list[DatasetSpec] = []
+    for task in tasks:
+        spec = task.dataset
+        if spec in seen:
+            continue
+        seen.append(spec)
+        try:
+            if get_dataset_info(spec.name).kind == "features":
+                continue
+            for split in ("train", "test"):
+                _features(load_dataset(spec.name, split, data_home=spec.data_home), spec, task.device, threads)
+        except Exception:  # noqa: S112 - the group will raise the same error with its run ids
+            continue
 
 
 @dataclass
