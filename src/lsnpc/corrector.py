@@ -316,8 +316,7 @@ class LSNPC:
         val = self._check_triple("val", X_val, y_val, pred_probs_val, d_shape=d_shape, n_labels=n_labels)
         device = resolve_device(self.device)
         rng = check_random_state(self.random_state)
-        seed = torch_seed_from(rng)
-        self.predict_seed_ = torch_seed_from(rng)
+        seed, predict_seed = torch_seed_from(rng), torch_seed_from(rng)
 
         selection = self.selection
         if selection == "auto":
@@ -345,6 +344,7 @@ class LSNPC:
 
         self.model_ = model
         self.device_ = device
+        self.predict_seed_ = predict_seed
         self.n_features_in_ = int(np.prod(d_shape))
         self.input_shape_ = tuple(int(s) for s in d_shape)
         self.n_labels_ = n_labels
