@@ -206,14 +206,19 @@ def write_report(
              f"best mean per block in bold.")
     version = ", ".join(sorted(df["lsnpc_version"].astype(str).unique())) if "lsnpc_version" in df else "?"
     md = [f"# lsnpc results: {Path(results_dir).name}", "", intro, "", f"lsnpc version: {version}", "",
-          "## F1 (Table 3 style)", "", format_markdown(summary, metrics),
-          "## Model selection (which labels chose each checkpoint)", ""]
+          "## F1 (Table 3 style)", ""]
+    datasets = sorted(summary["dataset"].unique())
+    for dataset in datasets:  # one table per data set keeps each readable (Table 3 has two)
+        md += [f"### {dataset}", "", format_markdown(summary[summary["dataset"] == dataset], metrics)]
+    md += ["## Model selection (which labels chose each checkpoint)", ""]
     md += [f"- {s}" for s in selections]
     md += ["", "## Figures", ""] + [f"![{p.stem}]({p.name})" for p in pngs]
     md_path = atomic_write_text(out / "report.md", "\n".join(md) + "\n")
     body = [f"<h1>lsnpc results: {html.escape(Path(results_dir).name)}</h1>", f"<p>{html.escape(intro)}</p>",
-            f"<p>lsnpc version: {html.escape(version)}</p>", "<h2>F1 (Table 3 style)</h2>",
-            format_html(summary, metrics), "<h2>Model selection</h2><ul>"]
+            f"<p>lsnpc version: {html.escape(version)}</p>", "<h2>F1 (Table 3 style)</h2>"]
+    for dataset in datasets:
+        body += [f"<h3>{html.escape(dataset)}</h3>", format_html(summary[summary["dataset"] == dataset], metrics)]
+    body += ["<h2>Model selection</h2><ul>"]
     body += [f"<li>{html.escape(s)}</li>" for s in selections]
     body += ["</ul><h2>Figures</h2>"] + [f"<img src='{html.escape(p.name)}' alt='{html.escape(p.stem)}'>" for p in pngs]
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>lsnpc report</title>"
