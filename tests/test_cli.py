@@ -136,3 +136,13 @@ def test_experiment_run_and_report(tmp_path: Path) -> None:
     lsnpc_mean = df.loc[df.processor == "lsnpc", "micro_f1"].mean()
     assert f"{100 * lsnpc_mean:.1f} ±" in md
     assert list((tmp_path / "report").glob("f1_vs_noise_*.png")) or list((tmp_path / "report").glob("history_*.png"))
+
+
+def test_datasets_list_and_experiment_plan(tmp_path: Path) -> None:
+    listing = lsnpc("datasets", "list")
+    assert listing.returncode == 0, listing.stderr
+    for name in ("synthetic", "scene", "yeast", "tmc2007-500", "goemotions", "voc2007"):
+        assert name in listing.stdout
+    plan = lsnpc("experiment", "plan", REPO / "configs" / "offline.yaml", "--results", tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert "400 runs" in plan.stdout and "100 group(s) to run" in " ".join(plan.stdout.split())
