@@ -117,7 +117,7 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
 def test_demo_runs_end_to_end_on_builtin_data() -> None:
     result = lsnpc("demo", "--max-train", "300", "--mlp-epochs", "2", "--lsnpc-epochs", "1", "--seed", "1")
     assert result.returncode == 0, result.stderr
-    for fragment in ("synthetic", "base MLP", "+ KNN", "+ LSNPC", "micro_f1", "macro_f1", "300 noisy training"):
+    for fragment in ("synthetic", "base MLP", "+ KNN", "+ LSNPC", "micro-F1", "macro-F1", "300 noisy training"):
         assert fragment in result.stdout
 
 

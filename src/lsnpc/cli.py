@@ -58,10 +58,12 @@ def _user_errors(func: F) -> F:
 def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], metrics: list[str]) -> Any:
     from rich.table import Table
 
+    from lsnpc.experiments.report import METRIC_TITLES
+
     table = Table(title=title)
     table.add_column("method", no_wrap=True)
     for m in metrics:
-        table.add_column(m, justify="right", overflow="fold")
+        table.add_column(METRIC_TITLES.get(m, m), justify="right", overflow="fold")
     best = {}
     for m in metrics:
         vals = [r[m] for _, r in rows if m in r]
@@ -127,7 +129,7 @@ def demo(
              f"{first_row['noise_realised_rate']:.1%}), seed {seed}")
     console.print(_metrics_table(title, rows, metrics))
     console.print("base MLP: trained on noisy labels; + KNN / + LSNPC: its test probabilities corrected "
-                  "without any clean label. Higher is better except hamming_loss and ranking_loss; "
+                  "without any clean label. Higher is better except Hamming and ranking loss; "
                   "the best of each column is green.")
     console.print(f"took {time.perf_counter() - start:.1f} s (features + noise {first_row['time_data_s']:.1f} s, "
                   f"base MLP {first_row['time_classifier_s']:.1f} s, "
