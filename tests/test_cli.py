@@ -146,3 +146,11 @@ def test_datasets_list_and_experiment_plan(tmp_path: Path) -> None:
     plan = lsnpc("experiment", "plan", REPO / "configs" / "offline.yaml", "--results", tmp_path)
     assert plan.returncode == 0, plan.stderr
     assert "400 runs" in plan.stdout and "100 group(s) to run" in " ".join(plan.stdout.split())
+
+
+def test_evaluate_prints_a_table_by_default(tmp_path: Path) -> None:
+    np.save(tmp_path / "Y.npy", np.eye(3, dtype=int)[[0, 1, 2, 0]])
+    np.save(tmp_path / "P.npy", np.eye(3)[[0, 1, 2, 1]] * 0.8 + 0.1)
+    result = lsnpc("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy")
+    assert result.returncode == 0, result.stderr
+    assert "micro-F1" in result.stdout and "0.7500" in result.stdout  # 3 of 4 samples right

@@ -186,7 +186,16 @@ def evaluate(
     if as_json:
         typer.echo(json.dumps(scores, indent=2, sort_keys=True))
         return
-    _console().print(_metrics_table(f"{probs.name} against {labels.name}", [(probs.name, scores)], list(scores)))
+    from rich.table import Table
+
+    from lsnpc.experiments.report import METRIC_TITLES
+
+    table = Table(title=f"{probs.name} against {labels.name} (threshold {threshold:g})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in scores.items():
+        table.add_row(METRIC_TITLES.get(key, key), f"{value:.4f}")
+    _console().print(table)
 
 
 def _parse_sets(values: list[str] | None) -> dict[str, Any]:
