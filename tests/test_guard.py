@@ -66,3 +66,15 @@ def test_a_difference_within_validation_noise_is_not_evidence() -> None:
     assert 0.5 < strict["bootstrap_support"]["1.0"] < 0.8
     assert strict["blend"] == 0.0
     assert lax["blend"] > 0.0
+
+
+def test_a_correction_validation_rejects_is_not_rescued_by_blending() -> None:
+    """Gate: if the pure correction loses on validation, no blend of it is handed back
+    (tmc2007-500 at 0% noise lost 2.6 macro points through a quarter blend before the gate)."""
+    y = _labels(300, 5, seed=5)
+    base = np.where(y == 1, 0.7, 0.3).astype(float)
+    corrected = base.copy()
+    corrected[:, 0] = 1 - y[:, 0]  # label 0 fully wrong: the pure correction loses clearly
+    decision = decide_blend(y, corrected, base, confidence=0.0, rng=np.random.default_rng(0))
+    assert not decision["gate_passed"]
+    assert decision["blend"] == 0.0

@@ -95,7 +95,8 @@ class LSNPC:
         With clean validation labels, hand back the blend α · corrected + (1 − α) · base (α in
         {0, ¼, ½, ¾, 1}) that validation says is best among those that lose neither micro- nor
         macro-F1 against the base model, on the validation set and in ``guard_confidence`` of its
-        bootstrap resamples (the base model itself when nothing qualifies); see ``guard_``.
+        bootstrap resamples, provided the pure correction itself does not lose on validation (else
+        the base model); see :mod:`lsnpc._guard` and ``guard_``.
     guard_confidence : float in [0, 1]
         Share of bootstrap resamples in which a blend must not lose to the base model.
     schedule : {"cosine", "paper", "constant"}
@@ -148,7 +149,7 @@ class LSNPC:
         predict_feed: str = "probs",
         warm_start: bool = True,
         guard: bool = True,
-        guard_confidence: float = 0.8,
+        guard_confidence: float = 0.5,
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int = 2000,
