@@ -36,11 +36,20 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
     tmp = Path(tmp_name)
     try:
         yield tmp
+        if tmp.exists():  # mkstemp creates 0600; give the file the permissions open() would
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def _umask() -> int:
+    """The process umask (read by setting and restoring it; there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -78,6 +87,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp creates 0700; give it what mkdir would
         if target.exists():
             if not target.is_dir():
                 raise FileExistsError(f"{target} exists and is not a directory")
