@@ -16,7 +16,6 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn

@@ -9,7 +9,7 @@ Typical use, with a model's predicted probabilities ``P`` (n, L) on features ``X
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 import numpy as np
