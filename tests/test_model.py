@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -133,3 +135,30 @@ def test_split_decoder_equals_the_concatenated_decoder() -> None:
     full = model.label_logits(h, z)
     split = model.label_decoder.data_logits(h) + model.label_decoder.latent_logits(z)
     torch.testing.assert_close(full, split)
+
+
+def test_flat_parameters_match_the_standard_optimiser_step():
+    """One AdamW step with clipping on flat buffers gives the same weights as the per-tensor path."""
+    from lsnpc._training import FlatParameters, _adam
+
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.GELU(), torch.nn.Linear(5, 3))
+    flat_model = copy.deepcopy(reference)
+    x, target = torch.randn(16, 6), torch.randn(16, 3)
+
+    opt = _adam(reference.parameters(), lr=0.1, weight_decay=0.01)
+    for _ in range(3):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(reference(x), target).mul(50).backward()
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
+        opt.step()
+
+    flat = FlatParameters(flat_model)
+    flat_opt = _adam([flat.flat], lr=0.1, weight_decay=0.01)
+    with flat:
+        for _ in range(3):
+            flat.step(flat_opt, torch.nn.functional.mse_loss(flat_model(x), target).mul(50), 0.5)
+    flat.flat.add_(1.0)  # after the context the parameters own their storage again
+    for a, b in zip(reference.parameters(), flat_model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+        assert b.grad is None

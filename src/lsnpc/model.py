@@ -47,22 +47,41 @@ _MIN_SCALE = 1e-4
 
 
 class FastStudentT(StudentT):
-    """Student-t with a fixed (non-learned) ν whose ``rsample`` needs no Gamma draws.
+    """Student-t with a fixed (non-learned) ν, built for the training loop's hot path.
 
-    ``torch.distributions.StudentT.rsample`` draws a Gamma variate (slow on CPU) and differentiates
-    through it, which only matters when ν itself is learned. With ν fixed, Bailey's polar method gives
-    an exact standard Student-t from two uniforms, T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)), and
-    ẑ = loc + scale · T is reparameterised in loc and scale. ``log_prob`` is inherited.
+    ``torch.distributions.StudentT`` builds a Chi2/Gamma pair in its constructor and its ``rsample``
+    draws Gamma variates (slow on CPU, and only needed to differentiate through a learned ν). Here:
+
+    - ``rsample`` uses Bailey's polar method: an exact standard Student-t from two uniforms,
+      T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)); ẑ = loc + scale · T is reparameterised in loc and scale.
+    - ``log_prob`` is the closed form with ν's normalising constant computed once per distribution.
+    - no argument validation (the model's scales are clamped positive by construction).
+
+    Parameters: df, a 0-d tensor ν > 0; loc and scale, tensors of one shape. ``mean``, ``variance`` and
+    ``entropy`` are inherited.
     """
+
+    def __init__(self, df: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor) -> None:
+        self._nu = df.detach()  # kept unexpanded: the arithmetic below broadcasts it
+        self.df = self._nu.expand(loc.shape)
+        self.loc, self.scale = loc, scale
+        Distribution.__init__(self, loc.shape, validate_args=False)
 
     def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:  # noqa: B008
         shape = self._extended_shape(sample_shape)
         dtype, device = self.loc.dtype, self.loc.device
         angle = torch.rand(shape, dtype=dtype, device=device).mul_(2 * math.pi).cos_()
         radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)  # in (0, 1]: no division by zero
-        df = self.df.detach()
-        radial = radius.pow_(-2.0 / df).sub_(1.0).mul_(df).sqrt_()
+        # U^(-2/ν) as exp(-2/ν · log U): the same number, cheaper than pow on CPU
+        nu = self._nu
+        radial = radius.log_().mul_(-2.0 / nu).exp_().sub_(1.0).mul_(nu).sqrt_()
         return self.loc + self.scale * (angle * radial)
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        df = self._nu
+        constant = torch.lgamma(0.5 * (df + 1.0)) - torch.lgamma(0.5 * df) - 0.5 * torch.log(df * math.pi)
+        y = (value - self.loc) / self.scale
+        return constant - torch.log(self.scale) - 0.5 * (df + 1.0) * torch.log1p(y * y / df)
 
 
 def _mlp(sizes: list[int], *, dropout: float = 0.0, batch_norm: bool = True) -> nn.Sequential:
@@ -266,28 +285,28 @@ class LatentShiftModel(nn.Module):
         """q(ẑ | x, ŷ): Student-t(ν) — or Normal (GAUSS), or Student-t(ν_θ(x, ŷ)) (learned)."""
         loc, scale, df = self.shift_encoder(data_embedding, self.label_encoder(labels))
         if self.latent.family == "gauss":
-            return Normal(loc, scale)
+            return Normal(loc, scale, validate_args=False)
         if self.latent.family == "learned":
-            return StudentT(df, loc, scale)
+            return StudentT(df, loc, scale, validate_args=False)
         return FastStudentT(self.nu, loc, scale)
 
     def q_true_given_labels(self, data_embedding: torch.Tensor, labels: torch.Tensor) -> Normal:
         """q(z | x, y) = Normal(μ_θ(x, y), σ²_θ(x, y)): the θ-network fed clean labels."""
         loc, scale, _ = self.shift_encoder(data_embedding, self.label_encoder(labels))
-        return Normal(loc, scale)
+        return Normal(loc, scale, validate_args=False)
 
     def q_true_given_shifted(self, zhat: torch.Tensor) -> Normal:
         """q(z | ẑ) = Normal(μ_κ(ẑ), σ²_κ(ẑ))."""
         loc, scale = self.true_latent_encoder(zhat)
-        return Normal(loc, scale)
+        return Normal(loc, scale, validate_args=False)
 
     def p_shifted_given_true(self, z: torch.Tensor) -> Distribution:
         """p(ẑ | z) = Student-t(ν0, g_ψ(z), I) — Normal(g_ψ(z), I) for GAUSS."""
         loc = self.shift_decoder(z)
         scale = torch.ones_like(loc)
         if self.latent.family == "gauss":
-            return Normal(loc, scale)
-        return StudentT(self.nu0, loc, scale)
+            return Normal(loc, scale, validate_args=False)
+        return FastStudentT(self.nu0, loc, scale)
 
     def label_logits(self, data_embedding: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
         """Logits of g_φ(x, latent) (batch, L)."""
