@@ -107,20 +107,19 @@ def warm_start_encoder(model: LatentShiftModel, X: torch.Tensor, P: torch.Tensor
     """
     data_dim = model.label_decoder.data_dim
     head = nn.Sequential(nn.BatchNorm1d(data_dim), nn.Linear(data_dim, P.shape[1])).to(X.device)
-    optimizer = _adam([*model.data_encoder.parameters(), *head.parameters()], lr=1e-3, weight_decay=0.0)
+    optimizer = FlatAdamW([model.data_encoder, head], weight_decay=0.0)
     model.data_encoder.train()
     batch_size = min(256, len(X))
     done, loss_value = 0, float("nan")
-    while done < steps:
-        for idx in _batches(len(X), batch_size):
-            loss = F.binary_cross_entropy_with_logits(head(model.data_encoder(X[idx])), P[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss_value = float(loss.detach())
-            done += 1
-            if done >= steps:
-                break
+    with optimizer:
+        while done < steps:
+            for idx in _batches(len(X), batch_size):
+                loss = F.binary_cross_entropy_with_logits(head(model.data_encoder(X[idx])), P[idx])
+                optimizer.step(loss, lr=1e-3)
+                loss_value = float(loss.detach())
+                done += 1
+                if done >= steps:
+                    break
     return loss_value
 
 
@@ -171,20 +170,22 @@ def _describe(mode: str, n_val: int, n_holdout: int) -> str:
     return "last: the final epoch (no selection, no labels used)"
 
 
-def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, total_steps: int) -> Any:
-    if schedule == "paper":  # stepped per epoch by the caller, 10-epoch period as in the authors' code
-        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=10)
+def learning_rate(schedule: str, base: float, step: int, epoch: int, total_steps: int) -> float:
+    """The learning rate of optimiser step ``step`` (0-based) in epoch ``epoch`` (0-based).
+
+    "paper": cosine annealing with a 10-epoch period stepped per epoch, as in the authors' code (the rate
+    climbs again after epoch 10); "constant"; "cosine": 3% linear warm-up, then cosine decay over all
+    steps to 5% of the base rate.
+    """
+    if schedule == "paper":
+        return base * 0.5 * (1 + math.cos(math.pi * epoch / 10))
     if schedule == "constant":
-        return None
+        return base
     warmup = max(1, int(0.03 * total_steps))
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = (step - warmup) / max(1, total_steps - warmup)
-        return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    if step < warmup:
+        return base * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total_steps - warmup)
+    return base * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
 def train_latent_shift_model(
@@ -227,11 +228,15 @@ def train_latent_shift_model(
         history.append(entry)
         selector.update(model, 0, entry)
 
-    flat = FlatParameters(model)
-    optimizer = _adam([flat.flat], lr=est.lr, weight_decay=est.weight_decay)
-    scheduler = _lr_scheduler(optimizer, est.schedule, epochs * (steps_per_epoch + clean_steps))
+    optimizer = FlatAdamW([model], weight_decay=est.weight_decay)
+    total_steps = epochs * (steps_per_epoch + clean_steps)
+    step = 0
+
+    def lr_now(epoch: int) -> float:
+        return learning_rate(est.schedule, est.lr, step, epoch - 1, total_steps)
+
     model.train()
-    with flat:
+    with optimizer:
         for epoch in range(1, epochs + 1):
             started = time.perf_counter()
             sums = np.zeros(3)
@@ -239,7 +244,8 @@ def train_latent_shift_model(
             for idx in _batches(len(X), est.batch_size):
                 h = model.data_encoder(X[idx])
                 loss, parts = unsupervised_loss(model, h, _feed(P[idx], est.train_feed), est.beta)
-                _step(flat, optimizer, loss, _NOISY_CLIP, scheduler, est.schedule)
+                optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
+                step += 1
                 sums += (parts.total, parts.reconstruction, parts.latent)
                 n_batches += 1
             entry: dict[str, Any] = {
@@ -248,7 +254,7 @@ def train_latent_shift_model(
                 "loss": sums[0] / max(1, n_batches),
                 "reconstruction": sums[1] / max(1, n_batches),
                 "latent": sums[2] / max(1, n_batches),
-                "lr": optimizer.param_groups[0]["lr"],
+                "lr": lr_now(epoch),
             }
             if data.clean is not None:
                 Xc, yc, pc = data.clean
@@ -256,12 +262,11 @@ def train_latent_shift_model(
                 for idx in _batches(len(Xc), est.batch_size):
                     h = model.data_encoder(Xc[idx])
                     loss, parts = supervised_loss(model, h, _feed(pc[idx], est.train_feed), yc[idx], est.beta, est.eta)
-                    _step(flat, optimizer, loss, _CLEAN_CLIP, scheduler, est.schedule)
+                    optimizer.step(loss, lr=lr_now(epoch), clip=_CLEAN_CLIP)
+                    step += 1
                     clean_sum += parts.total
                     clean_batches += 1
                 entry["clean_loss"] = clean_sum / max(1, clean_batches)
-            if est.schedule == "paper":
-                scheduler.step()
             if not math.isfinite(entry["loss"]):
                 entry["diverged"] = True
                 history.append(entry)
@@ -282,41 +287,46 @@ def train_latent_shift_model(
     return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold), history)
 
 
-def _adam(params: Any, *, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    """AdamW with the fused kernel (one call per step instead of a dozen ops per tensor)."""
-    try:
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
-    except (RuntimeError, TypeError):  # a device/dtype without the fused kernel
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
-
-
-class FlatParameters:
-    """All trainable parameters of a module as views into one flat buffer, and their gradients too.
+class FlatAdamW:
+    """AdamW (decoupled weight decay) with global-norm clipping over the trainable parameters of some
+    modules, all laid out as views into one flat buffer — and their gradients into another.
 
     A training step of LSNPC at batch 32 is dominated by per-tensor overhead, not arithmetic: zeroing,
-    clipping and AdamW each touch ~50 small tensors. With parameters and gradients laid out in two flat
-    buffers, each of those is one operation on one tensor. Autograd accumulates into the gradient views
-    in place (they are never set to None), so the flat gradient is always complete.
+    clipping and the update each touch ~50 small tensors. On flat buffers each is a few operations on
+    one tensor. Autograd accumulates into the gradient views in place (they are never set to None).
+    The update is the AdamW of Loshchilov & Hutter as ``torch.optim.AdamW`` computes it (tested against
+    it); it is written out here because constructing any ``torch.optim`` optimiser imports
+    ``torch._dynamo`` (~1.5–2 s on first use in a process, measured), a tenth of a small fit.
 
-    Use as a context manager: on exit every parameter gets its own storage back (so the model can be
-    saved, copied or trained normally afterwards). Arithmetic is unchanged: AdamW and norm clipping are
-    elementwise / global-norm operations, so the flat versions compute the same numbers.
+    Use as a context manager: inside it the parameters live in the flat buffer; on exit each gets its
+    own storage back, so the model can be saved, copied or trained normally afterwards.
     """
 
-    def __init__(self, module: nn.Module) -> None:
-        self.params = [p for p in module.parameters() if p.requires_grad]
+    def __init__(
+        self,
+        modules: list[nn.Module],
+        *,
+        weight_decay: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
+        self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
         first = self.params[0]
         if any(p.dtype != first.dtype or p.device != first.device for p in self.params):
-            raise ValueError("FlatParameters needs every trainable parameter on one device with one dtype")
+            raise ValueError("FlatAdamW needs every trainable parameter on one device with one dtype")
         self.flat = torch.cat([p.detach().reshape(-1) for p in self.params])
-        self.flat.grad = torch.zeros_like(self.flat)
+        self.grad = torch.zeros_like(self.flat)
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
+        self.steps = 0
 
     def __enter__(self) -> Self:
         offset = 0
         for p in self.params:
             n = p.numel()
             p.data = self.flat[offset : offset + n].view_as(p)
-            p.grad = self.flat.grad[offset : offset + n].view_as(p)
+            p.grad = self.grad[offset : offset + n].view_as(p)
             offset += n
         return self
 
@@ -325,24 +335,22 @@ class FlatParameters:
             p.data = p.data.clone()
             p.grad = None
 
-    def step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, clip: float) -> None:
-        """Zero the gradients, backpropagate ``loss``, clip the global norm to ``clip``, step."""
-        grad = self.flat.grad
-        grad.zero_()
+    @torch.no_grad()
+    def _update(self, lr: float) -> None:
+        beta1, beta2 = self.betas
+        self.steps += 1
+        self.flat.mul_(1 - lr * self.weight_decay)
+        self.exp_avg.lerp_(self.grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(self.grad, self.grad, value=1 - beta2)
+        step_size = lr / (1 - beta1**self.steps)
+        denom = self.exp_avg_sq.sqrt().div_(math.sqrt(1 - beta2**self.steps)).add_(self.eps)
+        self.flat.addcdiv_(self.exp_avg, denom, value=-step_size)
+
+    def step(self, loss: torch.Tensor, *, lr: float, clip: float | None = None) -> None:
+        """Zero the gradients, backpropagate ``loss``, clip their global norm to ``clip``, update."""
+        self.grad.zero_()
         loss.backward()
-        norm = torch.linalg.vector_norm(grad)
-        grad.mul_(torch.clamp(clip / (norm + 1e-6), max=1.0))  # what clip_grad_norm_ computes
-        optimizer.step()
-
-
-def _step(
-    flat: FlatParameters,
-    optimizer: torch.optim.Optimizer,
-    loss: torch.Tensor,
-    clip: float,
-    scheduler: Any,
-    schedule: str,
-) -> None:
-    flat.step(optimizer, loss, clip)
-    if scheduler is not None and schedule != "paper":
-        scheduler.step()
+        if clip is not None:
+            norm = torch.linalg.vector_norm(self.grad)
+            self.grad.mul_(torch.clamp(clip / (norm + 1e-6), max=1.0))  # what clip_grad_norm_ computes
+        self._update(lr)
