@@ -187,3 +187,71 @@ def test_cosine_schedule_warms_up_then_decays_to_five_percent():
     assert all(a >= b for a, b in zip(rates[29:], rates[30:], strict=False))
     assert rates[-1] == pytest.approx(0.05, abs=1e-4)
     assert learning_rate("constant", 0.3, 500, 7, 1000) == 0.3
+
+
+@pytest.mark.parametrize("family", ["student", "gauss", "learned"])
+@pytest.mark.parametrize("n_labels", [2, 6])  # fewer and more labels than latent dims (μ_κ folded or not)
+def test_folded_correction_equals_the_module_computation(family, n_labels) -> None:
+    """FoldedCorrector (BatchNorm folded, heads stacked) computes what the modules compute."""
+    from lsnpc.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
+
+    torch.manual_seed(0)
+    encoder = StandardizedMLPEncoder(3, 8)
+    encoder.set_standardization(torch.tensor([0.5, -1.0, 2.0]), torch.tensor([2.0, 0.5, 3.0]))
+    model = LatentShiftModel(encoder, 8, n_labels, LatentConfig(family, 2.5, 3.0), latent_dim=4, label_embedding_dim=5, hidden_dim=6)
+    with torch.no_grad():  # non-trivial running statistics and affine parameters everywhere
+        for module in model.modules():
+            if isinstance(module, torch.nn.BatchNorm1d):
+                module.running_mean.uniform_(-1, 1)
+                module.running_var.uniform_(0.5, 2)
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-0.5, 0.5)
+    model.eval()
+    x, noisy = torch.randn(9, 3), torch.rand(9, n_labels)
+    torch.manual_seed(1)
+    reference = model.correct(x, noisy, n_samples=4, folded=False)
+    torch.manual_seed(1)
+    folded = model.correct(x, noisy, n_samples=4)
+    torch.testing.assert_close(folded, reference, rtol=1e-5, atol=1e-6)
+
+
+def _folded_toy_model(family: str = "student"):
+    from lsnpc.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
+
+    torch.manual_seed(0)
+    model = LatentShiftModel(StandardizedMLPEncoder(3, 8), 8, 2, LatentConfig(family, 2.5, 3.0), latent_dim=4)
+    return model.eval()
+
+
+def test_pooled_draws_are_exactly_distributed():
+    """Large batches take their standard draws from a pool: marginally still Student-t(ν) and Normal."""
+    from lsnpc._inference import POOL_ROWS, FoldedCorrector
+
+    corrector = FoldedCorrector(_folded_toy_model())
+    shape = (5, POOL_ROWS, 4)  # more draws than the pool has rows: pooled
+    torch.manual_seed(2)
+    shifted, true = corrector._noise(shape, torch.zeros(POOL_ROWS, 8))
+    assert corrector._pools is not None and shifted.shape == true.shape == shape
+    pool_shifted, pool_true = corrector._pools
+    assert stats.kstest(pool_shifted[:, 0].numpy(), stats.t(df=2.5).cdf).pvalue > 1e-3
+    assert stats.kstest(pool_true[:, 1].numpy(), stats.norm.cdf).pvalue > 1e-3
+    # every draw is a whole row of the pool, taken uniformly (a few thousand look like the distribution)
+    rows = shifted.reshape(-1, 4)[:2000]
+    assert (rows[:300, None, :] == pool_shifted[None, :, :]).all(-1).any(-1).all()
+    assert stats.kstest(rows[:, 0].numpy(), stats.t(df=2.5).cdf).pvalue > 1e-3
+    # rows are drawn independently for ẑ and z, and differ between Monte-Carlo samples
+    assert not torch.equal(shifted[0], shifted[1])
+
+
+def test_pooled_and_direct_monte_carlo_agree_on_average():
+    """One input repeated 8192 times: the mean correction over the copies estimates E[y | x, h] — by the
+    pooled path (one big batch) and the direct path (small batches) alike."""
+    from lsnpc._inference import FoldedCorrector
+
+    model = _folded_toy_model()
+    x, noisy = torch.randn(1, 3).expand(8192, 3), torch.rand(1, 2).expand(8192, 2)
+    torch.manual_seed(3)
+    pooled = FoldedCorrector(model)(x, noisy, 5)
+    direct = torch.cat([FoldedCorrector(model)(x[:1024], noisy[:1024], 5) for _ in range(8)])
+    assert pooled.std(0).min() > 0  # really Monte Carlo
+    torch.testing.assert_close(pooled.mean(0), direct.mean(0), atol=4 * float(direct.std(0).max()) / 90, rtol=0)

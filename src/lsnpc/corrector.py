@@ -386,18 +386,21 @@ class LSNPC:
         check_n_features(P, "pred_probs", self.n_labels_, "labels")
         return Xa, P
 
-    def _raw_correct(self, X: np.ndarray, P: np.ndarray, batch_size: int = 8192) -> np.ndarray:
+    def _raw_correct(self, X: np.ndarray, P: np.ndarray, batch_size: int = 4096) -> np.ndarray:
         """The correction equation, Monte Carlo, in large batches; deterministic for a fitted model."""
+        from ._inference import FoldedCorrector
+
         model = self.model_
         model.eval()
         out = np.empty(P.shape, dtype=np.float32)
         with num_threads(self.n_threads), seeded(self.predict_seed_, self.device_), torch.inference_mode():
+            correct = FoldedCorrector(model)
             for start in range(0, len(X), batch_size):
                 xb = torch.as_tensor(X[start : start + batch_size], device=self.device_)
                 pb = torch.as_tensor(P[start : start + batch_size], device=self.device_)
                 if self.predict_feed == "sample":
                     pb = torch.bernoulli(pb)
-                out[start : start + batch_size] = model.correct(xb, pb, self.n_samples).cpu().numpy()
+                out[start : start + batch_size] = correct(xb, pb, self.n_samples).cpu().numpy()
         return out
 
     def predict_proba(self, X: Any, pred_probs: Any) -> np.ndarray:

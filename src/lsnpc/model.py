@@ -314,12 +314,19 @@ class LatentShiftModel(nn.Module):
 
     # -- the correction equation (eq. 9), by Monte Carlo ---------------------------------------
     @torch.no_grad()
-    def correct(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
+    def correct(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int, *, folded: bool = True) -> torch.Tensor:
         """E[y | x, h] ≈ mean over ``n_samples`` draws of g_φ(x, z), z ~ q(z|ẑ), ẑ ~ q(ẑ|x, ŷ).
 
         The data embedding and q(ẑ | x, ŷ)'s parameters are computed once; only the latent draws and
-        g_φ run per Monte-Carlo sample, all in one batched pass. Returns probabilities (batch, L).
+        g_φ run per Monte-Carlo sample, all in one batched pass. In eval mode (and ``folded``) the
+        networks run as :class:`lsnpc._inference.FoldedCorrector` — the same function with BatchNorm
+        folded into the linear layers and fewer, larger products; ``folded=False`` runs the modules
+        (the reference it is tested against). Returns probabilities (batch, L).
         """
+        if folded and not self.training:
+            from ._inference import FoldedCorrector
+
+            return FoldedCorrector(self)(x, noisy, n_samples)
         h = self.data_encoder(x)
         q_zhat = self.q_latent(h, noisy)
         zhat = q_zhat.rsample((n_samples,))  # (S, B, m)
