@@ -29,6 +29,9 @@ from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEnc
 
 __all__ = ["POOL_ROWS", "FoldedCorrector", "standard_student_t"]
 
+# exp(min(v, c)) == min(exp(v), exp(c)): the log-variance cap becomes a cap on σ, one pass fewer
+_MAX_SCALE = math.exp(_LOGVAR_MAX / 2)
+
 POOL_ROWS = 16_384
 
 Affine = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,))
@@ -119,9 +122,8 @@ class FoldedCorrector:
         # q(z | ẑ): first layer of μ_κ and the log-variance head read ẑ: one product
         kappa = model.true_latent_encoder
         first, second = kappa.loc[0], kappa.loc[2]
-        self.kappa_w = torch.cat([first.weight, 0.5 * kappa.logvar.weight])  # halved as above
-        self.kappa_b = torch.cat([first.bias, 0.5 * kappa.logvar.bias])
-        self.kappa_hidden = first.out_features
+        self.kappa_hidden_layer = (first.weight, first.bias)
+        self.kappa_logstd = (0.5 * kappa.logvar.weight, 0.5 * kappa.logvar.bias)  # halved as above
 
         # g_φ: BatchNorm over [h; latent] folded into the output layer, split into data and latent parts
         decoder = model.label_decoder
@@ -165,18 +167,19 @@ class FoldedCorrector:
         torch.addmm(self.shift_bias, h, self.shift_data_w.T, out=heads).addmm_(e, self.shift_label_w.T)
         loc = heads[:, :m]
         # the log-variance rows were halved at folding: exp of them is the standard deviation
-        scale = heads[:, m : 2 * m].clamp_(max=_LOGVAR_MAX / 2).exp_().clamp_(min=_MIN_SCALE)
+        scale = heads[:, m : 2 * m].exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE)
 
         shape = (S, batch, m)
         if noise is None:
             noise = self._noise(shape, heads)
         zhat = torch.addcmul(loc, noise[0], scale, out=self._buffer("zhat", shape, h)).view(-1, m)
 
-        kappa = self._buffer("kappa", (S * batch, self.kappa_w.shape[0]), h)
-        torch.addmm(self.kappa_b, zhat, self.kappa_w.T, out=kappa)
-        hidden = torch.ops.aten.gelu_(kappa[:, : self.kappa_hidden])
-        spread = kappa[:, self.kappa_hidden :].clamp_(max=_LOGVAR_MAX / 2).exp_().clamp_(min=_MIN_SCALE)
-        spread.mul_(noise[1].reshape(-1, m))  # σ_κ ⊙ ξ
+        # two products rather than one stacked: the elementwise passes then run on contiguous memory
+        (w1, b1), (w2, b2) = self.kappa_hidden_layer, self.kappa_logstd
+        hidden = self._buffer("hidden", (S * batch, w1.shape[0]), h)
+        torch.ops.aten.gelu_(torch.addmm(b1, zhat, w1.T, out=hidden))
+        spread = torch.addmm(b2, zhat, w2.T, out=self._buffer("spread", (S * batch, m), h))
+        spread.exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE).mul_(noise[1].reshape(-1, m))  # σ_κ ⊙ ξ
 
         data_logits = torch.addmm(self.decoder_bias, h, self.decoder_data_w.T)  # (B, L), bias included
         logits = self._buffer("logits", (S * batch, self.decoder_bias.shape[0]), h)

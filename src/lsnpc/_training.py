@@ -318,6 +318,7 @@ class FlatAdamW:
         self.grad = torch.zeros_like(self.flat)
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.denom = torch.empty_like(self.flat)  # reused: a fresh buffer per step costs page faults
         self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
         self.steps = 0
 
@@ -343,7 +344,7 @@ class FlatAdamW:
         self.exp_avg.lerp_(self.grad, 1 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(self.grad, self.grad, value=1 - beta2)
         step_size = lr / (1 - beta1**self.steps)
-        denom = self.exp_avg_sq.sqrt().div_(math.sqrt(1 - beta2**self.steps)).add_(self.eps)
+        denom = torch.sqrt(self.exp_avg_sq, out=self.denom).div_(math.sqrt(1 - beta2**self.steps)).add_(self.eps)
         self.flat.addcdiv_(self.exp_avg, denom, value=-step_size)
 
     def step(self, loss: torch.Tensor, *, lr: float, clip: float | None = None) -> None:
