@@ -255,3 +255,21 @@ def test_pooled_and_direct_monte_carlo_agree_on_average():
     direct = torch.cat([FoldedCorrector(model)(x[:1024], noisy[:1024], 5) for _ in range(8)])
     assert pooled.std(0).min() > 0  # really Monte Carlo
     torch.testing.assert_close(pooled.mean(0), direct.mean(0), atol=4 * float(direct.std(0).max()) / 90, rtol=0)
+
+
+def test_folded_corrector_is_a_snapshot_of_the_weights():
+    """Training the model after building the corrector does not change the corrector's output."""
+    from lsnpc._inference import FoldedCorrector
+
+    model = _folded_toy_model()
+    corrector = FoldedCorrector(model)
+    x, noisy = torch.randn(6, 3), torch.rand(6, 2)
+    torch.manual_seed(4)
+    before = corrector(x, noisy, 3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5)
+    torch.manual_seed(4)
+    torch.testing.assert_close(corrector(x, noisy, 3), before)
+    torch.manual_seed(4)
+    assert not torch.allclose(FoldedCorrector(model)(x, noisy, 3), before)

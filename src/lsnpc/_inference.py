@@ -62,7 +62,7 @@ def _fold_sequential(net: nn.Sequential, input_affine: tuple[torch.Tensor, torch
     pending = input_affine
     for module in net:
         if isinstance(module, nn.Linear):
-            affine: Affine = (module.weight, module.bias)
+            affine: Affine = (module.weight.clone(), module.bias.clone())
             if pending is not None:
                 affine, pending = _bn_then(pending, affine), None
             layers.append(affine)
@@ -86,8 +86,8 @@ def standard_student_t(shape: tuple[int, ...], nu: torch.Tensor, *, dtype: torch
 class FoldedCorrector:
     """E[y | x, h] ≈ (1/S) Σ_s sigmoid(g_φ(x, z_s)), z_s ~ q(z | ẑ_s), ẑ_s ~ q(ẑ | x, ŷ), with folded weights.
 
-    Built from a model in eval mode (the weights are copied, so later training does not change it).
-    Call with x (B, ...) and the fed labels ŷ (B, L); returns probabilities (B, L).
+    Built from a model in eval mode; the folded weights are copies (a user's own data encoder, which is
+    run as it is, is not). Call with x (B, ...) and the fed labels ŷ (B, L); returns probabilities (B, L).
     """
 
     @torch.no_grad()
@@ -119,11 +119,11 @@ class FoldedCorrector:
         self.shift_data_w, self.shift_label_w = w[:, :data_dim], w[:, data_dim:]
         self.latent_dim = shift.loc.out_features
 
-        # q(z | ẑ): first layer of μ_κ and the log-variance head read ẑ: one product
+        # q(z | ẑ): μ_κ's hidden layer, and the log-variance head halved as above
         kappa = model.true_latent_encoder
         first, second = kappa.loc[0], kappa.loc[2]
-        self.kappa_hidden_layer = (first.weight, first.bias)
-        self.kappa_logstd = (0.5 * kappa.logvar.weight, 0.5 * kappa.logvar.bias)  # halved as above
+        self.kappa_hidden_layer = (first.weight.clone(), first.bias.clone())
+        self.kappa_logstd = (0.5 * kappa.logvar.weight, 0.5 * kappa.logvar.bias)
 
         # g_φ: BatchNorm over [h; latent] folded into the output layer, split into data and latent parts
         decoder = model.label_decoder
@@ -136,22 +136,15 @@ class FoldedCorrector:
             self.hidden_to_logits = decoder_latent_w @ second.weight
             self.decoder_bias = self.decoder_bias + decoder_latent_w @ second.bias
         else:
-            self.kappa_out = (second.weight, second.bias)
+            self.kappa_out = (second.weight.clone(), second.bias.clone())
         self.decoder_latent_w = decoder_latent_w
         self._pools: tuple[torch.Tensor, torch.Tensor] | None = None
         self._buffers: dict[tuple[str, tuple[int, ...]], torch.Tensor] = {}
 
     @torch.no_grad()
-    def __call__(
-        self,
-        x: torch.Tensor,
-        noisy: torch.Tensor,
-        n_samples: int,
-        *,
-        noise: tuple[torch.Tensor, torch.Tensor] | None = None,
-    ) -> torch.Tensor:
-        """``noise``: optional standard draws (ẑ's, z's), each (S, B, m) or broadcastable; by default
-        fresh draws from torch's generator (Student-t(ν) or Normal for ẑ, Normal for z).
+    def __call__(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
+        """Corrected probabilities (B, L) from ``n_samples`` Monte-Carlo draws per row, with standard
+        draws from torch's generator (Student-t(ν) or Normal for ẑ, Normal for z).
 
         Large intermediates are written into buffers kept for the next call with the same shapes
         (``out=`` and in-place operations): allocating them afresh costs page faults on first touch,
@@ -170,8 +163,7 @@ class FoldedCorrector:
         scale = heads[:, m : 2 * m].exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE)
 
         shape = (S, batch, m)
-        if noise is None:
-            noise = self._noise(shape, heads)
+        noise = self._noise(shape, heads)
         zhat = torch.addcmul(loc, noise[0], scale, out=self._buffer("zhat", shape, h)).view(-1, m)
 
         # two products rather than one stacked: the elementwise passes then run on contiguous memory
