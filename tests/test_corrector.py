@@ -199,7 +199,7 @@ def test_predict_before_fit_raises() -> None:
         (dict(X_clean=np.zeros((5, 8)), y_clean=np.full((5, 4), 2), pred_probs_clean=np.zeros((5, 4))),
          "y_clean must hold only 0/1"),
         (dict(X_clean=np.zeros((5, 7)), y_clean=np.zeros((5, 4)), pred_probs_clean=np.zeros((5, 4))),
-         "X_clean has sample shape"),
+         "X_clean has 7 features, but X has 8"),
         (dict(X_val=np.zeros((5, 8)), y_val=np.zeros((5, 3)), pred_probs_val=np.zeros((5, 4))), "y_val has 3 labels"),
         (dict(X_val=np.zeros((5, 8)), pred_probs_val=np.zeros((5, 4))), "missing y_val"),
     ],
@@ -243,3 +243,13 @@ def test_predict_rejects_other_d_or_l(fitted: LSNPC) -> None:
         fitted.predict_proba(np.zeros((3, 8)), np.zeros((3, 5)))
     with pytest.raises(ValueError, match="threshold must be <= 1"):
         fitted.predict(np.zeros((3, 8)), np.zeros((3, 4)), threshold=2)
+
+
+def test_clean_set_of_another_sample_shape_is_rejected_with_an_encoder():
+    """With a user encoder X may have any rank; the clean set must have X's sample shape."""
+    encoder = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 4))
+    X, P = np.zeros((6, 3, 4), np.float32), np.full((6, 2), 0.5, np.float32)
+    with pytest.raises(ValueError, match=r"X_clean has sample shape \(4, 3\), but X has \(3, 4\)"):
+        LSNPC(encoder=encoder, epochs=1).fit(
+            X, P, X_clean=np.zeros((3, 4, 3), np.float32), y_clean=np.zeros((3, 2)), pred_probs_clean=P[:3]
+        )

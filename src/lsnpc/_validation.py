@@ -7,7 +7,7 @@ Nothing here knows about torch models or data sets.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from typing import Any
 
@@ -129,6 +129,47 @@ def check_same_n_samples(**arrays: np.ndarray | None) -> int:
         detail = ", ".join(f"{name} has {n}" for name, n in sizes.items())
         raise ValueError(f"the arrays must have the same number of samples (rows): {detail}")
     return next(iter(sizes.values())) if sizes else 0
+
+
+def check_labelled_triple(
+    prefix: str,
+    X: Any,
+    y: Any,
+    probs: Any,
+    *,
+    check_X: Callable[[Any, str], np.ndarray],
+    sample_shape: tuple[int, ...],
+    n_labels: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Check an optional labelled set given as three arguments ``X_<prefix>``, ``y_<prefix>`` and
+    ``pred_probs_<prefix>`` (features, true 0/1 labels, the base model's probabilities).
+
+    Returns None when none of the three is given; otherwise all three must be, with one row per sample,
+    the training data's sample shape ``sample_shape`` (X.shape[1:]) and ``n_labels`` columns.
+    ``check_X(value, name)`` converts and checks the features.
+    """
+    names = (f"X_{prefix}", f"y_{prefix}", f"pred_probs_{prefix}")
+    given = [v is not None for v in (X, y, probs)]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = [name for name, ok in zip(names, given, strict=True) if not ok]
+        raise ValueError(
+            f"the {prefix} set needs {', '.join(names)} together; missing {', '.join(missing)}"
+            + (" (the base model's probabilities on those samples)" if names[2] in missing else "")
+        )
+    Xs = check_X(X, names[0])
+    ys = check_binary_labels(y, names[1])
+    ps = check_probabilities(probs, names[2])
+    check_same_n_samples(**{names[0]: Xs, names[1]: ys, names[2]: ps})
+    if Xs.shape[1:] != sample_shape:
+        if Xs.ndim == 2 and len(sample_shape) == 1:
+            raise ValueError(f"{names[0]} has {Xs.shape[1]} features, but X has {sample_shape[0]}")
+        raise ValueError(f"{names[0]} has sample shape {Xs.shape[1:]}, but X has {sample_shape}")
+    for arr, name in ((ys, names[1]), (ps, names[2])):
+        if arr.shape[1] != n_labels:
+            raise ValueError(f"{name} has {arr.shape[1]} labels, but pred_probs has {n_labels}")
+    return Xs, ys, ps
 
 
 def check_n_features(arr: np.ndarray, name: str, expected: int, what: str = "columns") -> None:

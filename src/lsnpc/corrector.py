@@ -22,9 +22,9 @@ from ._training import TrainingData, train_latent_shift_model
 from ._validation import (
     NotFittedError,
     check_array,
-    check_binary_labels,
     check_in_choices,
     check_is_fitted,
+    check_labelled_triple,
     check_n_features,
     check_probabilities,
     check_random_state,
@@ -257,30 +257,6 @@ class LSNPC:
             raise ValueError(f"{name} must have at least 2 dimensions (n_samples, ...), got shape {np.shape(X)}")
         return check_array(X, name, ndim=ndim, min_samples=min_samples)
 
-    def _check_triple(
-        self, prefix: str, X: Any, y: Any, probs: Any, *, d_shape: tuple[int, ...], n_labels: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        names = (f"X_{prefix}", f"y_{prefix}", f"pred_probs_{prefix}")
-        given = [v is not None for v in (X, y, probs)]
-        if not any(given):
-            return None
-        if not all(given):
-            missing = [n for n, g in zip(names, given) if not g]
-            raise ValueError(
-                f"the {prefix} set needs {', '.join(names)} together; missing {', '.join(missing)}"
-                + (" (the base model's probabilities on those samples)" if names[2] in missing else "")
-            )
-        Xc = self._check_X(X, names[0])
-        yc = check_binary_labels(y, names[1])
-        pc = check_probabilities(probs, names[2])
-        check_same_n_samples(**{names[0]: Xc, names[1]: yc, names[2]: pc})
-        if Xc.shape[1:] != d_shape:
-            raise ValueError(f"{names[0]} has sample shape {Xc.shape[1:]}, but X has {d_shape}")
-        for arr, nm in ((yc, names[1]), (pc, names[2])):
-            if arr.shape[1] != n_labels:
-                raise ValueError(f"{nm} has {arr.shape[1]} labels, but pred_probs has {n_labels}")
-        return Xc, yc, pc
-
     # ------------------------------------------------------------------ fit
     def fit(
         self,
@@ -317,8 +293,9 @@ class LSNPC:
         P = check_probabilities(pred_probs, "pred_probs", min_samples=2)
         check_same_n_samples(X=Xa, pred_probs=P)
         d_shape, n_labels = Xa.shape[1:], P.shape[1]
-        clean = self._check_triple("clean", X_clean, y_clean, pred_probs_clean, d_shape=d_shape, n_labels=n_labels)
-        val = self._check_triple("val", X_val, y_val, pred_probs_val, d_shape=d_shape, n_labels=n_labels)
+        same = {"check_X": self._check_X, "sample_shape": d_shape, "n_labels": n_labels}
+        clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **same)
+        val = check_labelled_triple("val", X_val, y_val, pred_probs_val, **same)
         device = resolve_device(self.device)
         rng = check_random_state(self.random_state)
         seed, predict_seed = torch_seed_from(rng), torch_seed_from(rng)

@@ -17,8 +17,8 @@ import numpy as np
 
 from lsnpc._validation import (
     check_array,
-    check_binary_labels,
     check_is_fitted,
+    check_labelled_triple,
     check_n_features,
     check_probabilities,
     check_same_n_samples,
@@ -57,34 +57,14 @@ def validate_fit(
 ) -> FitData:
     """Check the fit arguments; the clean set is all three of X_clean, y_clean, pred_probs_clean."""
     X, pred_probs = _check_pair(X, pred_probs, "X", "pred_probs")
-    given = {
-        "X_clean": X_clean is not None,
-        "y_clean": y_clean is not None,
-        "pred_probs_clean": pred_probs_clean is not None,
-    }
-    if not any(given.values()):
-        return FitData(X, pred_probs, None, None, None)
-    missing = [name for name, ok in given.items() if not ok]
-    if missing:
-        raise ValueError(
-            f"a clean set needs X_clean, y_clean and pred_probs_clean together; missing: "
-            f"{', '.join(missing)}"
-        )
-    X_clean, pred_probs_clean = _check_pair(
-        X_clean, pred_probs_clean, "X_clean", "pred_probs_clean"
+    clean = check_labelled_triple(
+        "clean", X_clean, y_clean, pred_probs_clean,
+        check_X=lambda value, name: check_array(value, name, ndim=2, dtype=np.float32),
+        sample_shape=X.shape[1:], n_labels=pred_probs.shape[1],
     )
-    y_clean = check_binary_labels(y_clean, "y_clean")
-    check_same_n_samples(X_clean=X_clean, y_clean=y_clean, pred_probs_clean=pred_probs_clean)
-    if X_clean.shape[1] != X.shape[1]:
-        raise ValueError(
-            f"X_clean has {X_clean.shape[1]} features but X has {X.shape[1]}: they must match"
-        )
-    for name, arr in (("y_clean", y_clean), ("pred_probs_clean", pred_probs_clean)):
-        if arr.shape[1] != pred_probs.shape[1]:
-            raise ValueError(
-                f"{name} has {arr.shape[1]} labels but pred_probs has {pred_probs.shape[1]}: "
-                "they must match"
-            )
+    if clean is None:
+        return FitData(X, pred_probs, None, None, None)
+    X_clean, y_clean, pred_probs_clean = clean
     return FitData(X, pred_probs, X_clean, y_clean, pred_probs_clean)
 
 
