@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import lsnpc
 from lsnpc.experiments.config import parse_config
 from lsnpc.experiments.experiment import run_experiment
 from lsnpc.experiments.grid import expand_runs, group_runs
-from lsnpc.experiments.runner import run_group
+from lsnpc.experiments.runner import run_group, source_revision
 from lsnpc.experiments.store import ResultsStore, load_results
 
 TINY_LSNPC = {"epochs": 1, "batch_size": 64, "hidden_dim": 16, "latent_dim": 4, "label_embedding_dim": 8,
@@ -48,6 +49,7 @@ def test_grid_writes_one_complete_row_per_run_and_resumes(tmp_path: Path) -> Non
     for column in ("time_fit_s", "time_predict_s", "time_classifier_s", "time_data_s"):
         assert (df[column] >= 0).all()
     assert (df["lsnpc_version"] == "0.1.0").all()
+    assert (df["lsnpc_revision"] == source_revision()).all()
     assert (df["n_train"] == 150).all() and (df["n_test"] == 150).all()
     lsnpc = df[df["processor"] == "lsnpc"]
     assert lsnpc["selection"].str.contains("no clean labels").all()  # unsupervised: no clean label
@@ -169,3 +171,14 @@ def test_prefetch_skips_feature_sets_and_swallows_missing_data(tmp_path: Path) -
     prefetch_features(tasks, threads=1)  # synthetic: nothing to encode; goemotions: absent, left to the group
     result = run_group(tasks[1], None, threads=1)
     assert not result.rows and "not found" in next(iter(result.errors.values()))
+
+
+def test_source_revision_names_the_checked_out_commit() -> None:
+    """Run from this git checkout, results record its commit (a real git subprocess)."""
+    package = Path(lsnpc.__file__).resolve().parent
+    head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    if head.returncode != 0:
+        pytest.skip("lsnpc is not running from a git checkout here (installed as a wheel)")
+    revision = source_revision()
+    assert revision is not None and revision.removesuffix("+dirty") == head.stdout.strip()

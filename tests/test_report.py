@@ -19,7 +19,7 @@ def _row(run_id: str, processor: str, seed: int, rate: float, micro: float, macr
         "noise_rate": rate, "classifier": "mlp", "processor": processor,
         "processor_name": processor.split("[")[0], "processor_params": json.dumps(extra.pop("params", {})),
         "seed": seed, "micro_f1": micro, "macro_f1": macro, "selection": f"sel-{processor}",
-        "lsnpc_version": "0.1.0", **extra,
+        "lsnpc_version": "0.1.0", "lsnpc_revision": "abc123def456", **extra,
     }
 
 
@@ -93,6 +93,7 @@ def test_write_report_files(store: ResultsStore, tmp_path: Path) -> None:
     html = out["html"].read_text()
     assert "75.0 ± 7.1 (+20.0)" in md and "<b>75.0 ± 7.1 (+20.0)</b>" in html
     assert "lsnpc: sel-lsnpc" in md  # which labels chose each checkpoint
+    assert "lsnpc version: 0.1.0 (source abc123def456)" in md
     names = sorted(p.name for p in out["plots"])
     assert any(n.startswith("f1_vs_noise_scene_symmetric_mlp") for n in names)
     assert any(n.startswith("sensitivity_scene_symmetric_0.3_mlp") for n in names)

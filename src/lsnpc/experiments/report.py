@@ -205,6 +205,9 @@ def write_report(
              f"Cells: mean ± std over seeds in percent, (change against the base model `none`); "
              f"best mean per block in bold.")
     version = ", ".join(sorted(df["lsnpc_version"].astype(str).unique())) if "lsnpc_version" in df else "?"
+    if "lsnpc_revision" in df:  # the git commits that produced the runs (absent for installed wheels)
+        revisions = sorted(df["lsnpc_revision"].dropna().astype(str).unique())
+        version += f" (source {', '.join(revisions)})" if revisions else ""
     md = [f"# lsnpc results: {Path(results_dir).name}", "", intro, "", f"lsnpc version: {version}", "",
           "## F1 (Table 3 style)", ""]
     datasets = sorted(summary["dataset"].unique())

@@ -20,7 +20,9 @@ Protocol (the paper's, Section 5.1 and the reference code):
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import subprocess
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -236,6 +238,28 @@ def _version() -> str:
     return __version__
 
 
+@functools.cache
+def source_revision() -> str | None:
+    """The git commit of the lsnpc source that runs (``abc1234``, ``+dirty`` with uncommitted changes to
+    tracked files), or None when lsnpc is not run from a git checkout (e.g. an installed wheel)."""
+    package_dir = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(package_dir), *args], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if not commit:
+        return None
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    return commit + ("+dirty" if dirty else "")
+
+
 # ----------------------------------------------------------------------------- the group
 
 
@@ -276,6 +300,7 @@ def _run_processor(
         "time_fit_s": fit_s,
         "time_predict_s": predict_s,
         "lsnpc_version": _version(),
+        "lsnpc_revision": source_revision(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if history is not None:
