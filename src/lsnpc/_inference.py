@@ -138,8 +138,28 @@ class FoldedCorrector:
         else:
             self.kappa_out = (second.weight.clone(), second.bias.clone())
         self.decoder_latent_w = decoder_latent_w
+        self._transpose_weights()
         self._pools: tuple[torch.Tensor, torch.Tensor] | None = None
         self._buffers: dict[tuple[str, tuple[int, ...]], torch.Tensor] = {}
+
+    def _transpose_weights(self) -> None:
+        """Every weight as a contiguous (in, out) matrix: x @ W then needs no transposed operand
+        (a few per cent faster in the products, measured)."""
+
+        def t(w: torch.Tensor) -> torch.Tensor:
+            return w.T.contiguous()
+
+        if self.data_layers is not None:
+            self.data_layers = [(t(w), b) for w, b in self.data_layers]
+        self.label_layers = [(t(w), b) for w, b in self.label_layers]
+        self.shift_data_w, self.shift_label_w = t(self.shift_data_w), t(self.shift_label_w)
+        self.kappa_hidden_layer = (t(self.kappa_hidden_layer[0]), self.kappa_hidden_layer[1])
+        self.kappa_logstd = (t(self.kappa_logstd[0]), self.kappa_logstd[1])
+        self.decoder_data_w, self.decoder_latent_w = t(self.decoder_data_w), t(self.decoder_latent_w)
+        if self.fold_kappa:
+            self.hidden_to_logits = t(self.hidden_to_logits)
+        else:
+            self.kappa_out = (t(self.kappa_out[0]), self.kappa_out[1])
 
     @torch.no_grad()
     def __call__(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
@@ -157,7 +177,7 @@ class FoldedCorrector:
             h = self.data_encoder(x)  # type: ignore[misc]
         e = self._gelu_mlp(noisy, self.label_layers, "label")
         heads = self._buffer("heads", (batch, self.shift_bias.shape[0]), h)
-        torch.addmm(self.shift_bias, h, self.shift_data_w.T, out=heads).addmm_(e, self.shift_label_w.T)
+        torch.addmm(self.shift_bias, h, self.shift_data_w, out=heads).addmm_(e, self.shift_label_w)
         loc = heads[:, :m]
         # the log-variance rows were halved at folding: exp of them is the standard deviation
         scale = heads[:, m : 2 * m].exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE)
@@ -168,20 +188,20 @@ class FoldedCorrector:
 
         # two products rather than one stacked: the elementwise passes then run on contiguous memory
         (w1, b1), (w2, b2) = self.kappa_hidden_layer, self.kappa_logstd
-        hidden = self._buffer("hidden", (S * batch, w1.shape[0]), h)
-        torch.ops.aten.gelu_(torch.addmm(b1, zhat, w1.T, out=hidden))
-        spread = torch.addmm(b2, zhat, w2.T, out=self._buffer("spread", (S * batch, m), h))
+        hidden = self._buffer("hidden", (S * batch, w1.shape[1]), h)
+        torch.ops.aten.gelu_(torch.addmm(b1, zhat, w1, out=hidden))
+        spread = torch.addmm(b2, zhat, w2, out=self._buffer("spread", (S * batch, m), h))
         spread.exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE).mul_(noise[1].reshape(-1, m))  # σ_κ ⊙ ξ
 
-        data_logits = torch.addmm(self.decoder_bias, h, self.decoder_data_w.T)  # (B, L), bias included
+        data_logits = torch.addmm(self.decoder_bias, h, self.decoder_data_w)  # (B, L), bias included
         logits = self._buffer("logits", (S * batch, self.decoder_bias.shape[0]), h)
         if self.fold_kappa:
-            torch.mm(hidden, self.hidden_to_logits.T, out=logits)
+            torch.mm(hidden, self.hidden_to_logits, out=logits)
         else:
             z = self._buffer("z", (S * batch, m), h)
-            torch.addmm(self.kappa_out[1], hidden, self.kappa_out[0].T, out=z)
-            torch.mm(z, self.decoder_latent_w.T, out=logits)
-        logits.addmm_(spread, self.decoder_latent_w.T)
+            torch.addmm(self.kappa_out[1], hidden, self.kappa_out[0], out=z)
+            torch.mm(z, self.decoder_latent_w, out=logits)
+        logits.addmm_(spread, self.decoder_latent_w)
         return logits.view(S, batch, -1).add_(data_logits).sigmoid_().mean(0)
 
     def _buffer(self, name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
@@ -193,8 +213,8 @@ class FoldedCorrector:
 
     def _gelu_mlp(self, x: torch.Tensor, layers: list[Affine], name: str) -> torch.Tensor:
         for i, (w, b) in enumerate(layers):
-            out = self._buffer(f"{name}{i}", (x.shape[0], w.shape[0]), x)
-            x = torch.ops.aten.gelu_(torch.addmm(b, x, w.T, out=out))
+            out = self._buffer(f"{name}{i}", (x.shape[0], w.shape[1]), x)
+            x = torch.ops.aten.gelu_(torch.addmm(b, x, w, out=out))
         return x
 
     def _noise(self, shape: tuple[int, int, int], heads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
