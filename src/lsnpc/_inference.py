@@ -22,12 +22,11 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder
+from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder, standard_student_t
 
-__all__ = ["POOL_ROWS", "FoldedCorrector", "standard_student_t"]
+__all__ = ["POOL_ROWS", "FoldedCorrector"]
 
 # exp(min(v, c)) == min(exp(v), exp(c)): the log-variance cap becomes a cap on σ, one pass fewer
 _MAX_SCALE = math.exp(_LOGVAR_MAX / 2)
@@ -74,13 +73,6 @@ def _fold_sequential(net: nn.Sequential, input_affine: tuple[torch.Tensor, torch
         elif not isinstance(module, nn.Dropout):
             raise TypeError(f"cannot fold a {type(module).__name__}")
     return layers
-
-
-def standard_student_t(shape: tuple[int, ...], nu: torch.Tensor, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """Standard Student-t(ν) draws by Bailey's polar method (see :class:`lsnpc.model.FastStudentT`)."""
-    angle = torch.rand(shape, dtype=dtype, device=device).mul_(2 * math.pi).cos_()
-    radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)
-    return radius.log_().mul_(-2.0 / nu).exp_().sub_(1.0).mul_(nu).sqrt_().mul_(angle)
 
 
 class FoldedCorrector:

@@ -311,6 +311,8 @@ class FlatAdamW:
         eps: float = 1e-8,
     ) -> None:
         self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
+        if not self.params:
+            raise ValueError("FlatAdamW was given no trainable parameters")
         first = self.params[0]
         if any(p.dtype != first.dtype or p.device != first.device for p in self.params):
             raise ValueError("FlatAdamW needs every trainable parameter on one device with one dtype")

@@ -30,6 +30,7 @@ from torch.distributions import Distribution, Normal, StudentT
 __all__ = [
     "LATENT_FAMILIES",
     "StandardizedMLPEncoder",
+    "standard_student_t",
     "LabelEncoder",
     "ShiftEncoder",
     "TrueLatentEncoder",
@@ -44,6 +45,19 @@ LATENT_FAMILIES = ("student", "gauss", "learned")
 # log-variance cap of the encoders (as in the authors' model) and the smallest scale allowed
 _LOGVAR_MAX = 5.0
 _MIN_SCALE = 1e-4
+
+
+def standard_student_t(
+    shape: tuple[int, ...], nu: torch.Tensor, *, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """Standard Student-t(ν) draws of ``shape`` by Bailey's polar method (two uniforms each).
+
+    T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)) is exactly Student-t(ν); U₂^(−2/ν) is computed as
+    exp(−2/ν · log U₂), the same number, cheaper than pow on CPU. ``nu``: a tensor broadcastable to shape.
+    """
+    angle = torch.rand(shape, dtype=dtype, device=device).mul_(2 * math.pi).cos_()
+    radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)  # in (0, 1]: no division by zero
+    return radius.log_().mul_(-2.0 / nu).exp_().sub_(1.0).mul_(nu).sqrt_().mul_(angle)
 
 
 class FastStudentT(StudentT):
@@ -69,13 +83,8 @@ class FastStudentT(StudentT):
 
     def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:  # noqa: B008
         shape = self._extended_shape(sample_shape)
-        dtype, device = self.loc.dtype, self.loc.device
-        angle = torch.rand(shape, dtype=dtype, device=device).mul_(2 * math.pi).cos_()
-        radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)  # in (0, 1]: no division by zero
-        # U^(-2/ν) as exp(-2/ν · log U): the same number, cheaper than pow on CPU
-        nu = self._nu
-        radial = radius.log_().mul_(-2.0 / nu).exp_().sub_(1.0).mul_(nu).sqrt_()
-        return self.loc + self.scale * (angle * radial)
+        draws = standard_student_t(shape, self._nu, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + self.scale * draws
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         df = self._nu
