@@ -2,8 +2,8 @@
 
 In eval mode every BatchNorm is an affine map and every Dropout the identity, so each
 Linear → BatchNorm (or BatchNorm → Linear) pair folds into one Linear, the data standardisation folds
-into the first layer, the location and log-variance heads that read the same input share one product,
-and heads that read a concatenation become a sum of per-block products (no concatenation is built).
+into the first layer, the location and log-variance heads of q(ẑ | x, ŷ) share one product, and
+heads that read a concatenation become a sum of per-block products (no concatenation is built).
 With fewer labels than latent dimensions the last layer of μ_κ also folds into g_φ's latent part: the
 Monte-Carlo passes then never materialise z, only its logits.
 
@@ -14,7 +14,7 @@ exactly Student-t (or Normal) and the estimate unbiased; the variance grows by a
 1 + (S−1)/R ≈ 1.0002 (S = 5 samples, R = 16,384 rows). Small batches draw directly.
 
 :class:`FoldedCorrector` computes exactly what :meth:`LatentShiftModel.correct` computes with the
-modules (tested to float tolerance with shared draws); only the number of operations changes.
+modules, given the same draws (tested to float tolerance); only the number of operations changes.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _MAX_SCALE = math.exp(_LOGVAR_MAX / 2)
 
 POOL_ROWS = 16_384
 
-Affine = tuple[torch.Tensor, torch.Tensor]  # (weight (out, in), bias (out,))
+Affine = tuple[torch.Tensor, torch.Tensor]  # (weight, bias): weight (out, in) while folding, (in, out) after
 
 
 def _bn_affine(bn: nn.BatchNorm1d) -> Affine:
