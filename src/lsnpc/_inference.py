@@ -104,12 +104,11 @@ class FoldedCorrector:
         heads = [shift.loc, shift.logvar] + ([shift.df] if shift.df is not None else [])
         stacked = (torch.cat([h.weight for h in heads]), torch.cat([h.bias for h in heads]))
         w, self.shift_bias = _bn_then(_bn_affine(shift.norm), stacked)
-        m = shift.loc.out_features
+        self.latent_dim = m = shift.loc.out_features
         w[m : 2 * m] *= 0.5  # log σ² → log σ: the exp then gives σ directly
         self.shift_bias[m : 2 * m] *= 0.5
         data_dim = model.label_decoder.data_dim
         self.shift_data_w, self.shift_label_w = w[:, :data_dim], w[:, data_dim:]
-        self.latent_dim = shift.loc.out_features
 
         # q(z | ẑ): μ_κ's hidden layer, and the log-variance head halved as above
         kappa = model.true_latent_encoder
