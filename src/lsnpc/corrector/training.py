@@ -1,7 +1,8 @@
 """LSNPC's training loop (Algorithm 1), its warm start, and epoch selection.
 
-Kept apart from the estimator so that corrector.py reads as the public API and this file as the
-procedure. Batches are drawn by indexing in-memory tensors (no DataLoader: with batch 32 its per-batch
+Kept apart from the estimator so that estimator.py reads as the public API and this file as the
+procedure; it reads a frozen :class:`~lsnpc.corrector.config.TrainingConfig`, never the estimator.
+Batches are drawn by indexing in-memory tensors (no DataLoader: with batch 32 its per-batch
 Python overhead is a large share of a step).
 """
 
@@ -10,20 +11,19 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._torch import seeded
-from .metrics import macro_f1, micro_f1
+from .._torch import seeded
+from ..metrics import macro_f1, micro_f1
+from .config import TrainingConfig
+from .inference import FoldedCorrector
 from .model import LatentShiftModel
 from .objective import supervised_loss, unsupervised_loss
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .corrector import LSNPC
 
 _NOISY_CLIP = 2.0  # gradient-norm clipping of the authors' code: 2 on noisy batches,
 _CLEAN_CLIP = 10.0  # 10 on clean batches
@@ -126,8 +126,8 @@ def warm_start_encoder(model: LatentShiftModel, X: torch.Tensor, P: torch.Tensor
 class _Selector:
     """Scores the model after each epoch and keeps the best state in memory."""
 
-    def __init__(self, mode: str, estimator: LSNPC, data: TrainingData, holdout: tuple | None, seed: int):
-        self.mode, self.estimator, self.data, self.holdout, self.seed = mode, estimator, data, holdout, seed
+    def __init__(self, mode: str, config: TrainingConfig, data: TrainingData, holdout: tuple | None, seed: int):
+        self.mode, self.config, self.data, self.holdout, self.seed = mode, config, data, holdout, seed
         self.best_score = -math.inf
         self.best_epoch = 0
         self.best_state: dict[str, torch.Tensor] | None = None
@@ -141,11 +141,11 @@ class _Selector:
                 Xv, yv, pv = self.data.val
                 device = self.data.X.device
                 xb, pb = torch.as_tensor(Xv, device=device), torch.as_tensor(pv, device=device)
-                probs = model.correct(xb, _feed(pb, self.estimator.predict_feed), self.estimator.n_samples)
+                probs = FoldedCorrector(model)(xb, _feed(pb, self.config.predict_feed), self.config.n_samples)
                 out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, probs.cpu().numpy())
             if self.holdout is not None:
                 Xh, noisy_h = self.holdout
-                loss, _ = unsupervised_loss(model, model.data_encoder(Xh), noisy_h, self.estimator.beta)
+                loss, _ = unsupervised_loss(model, model.data_encoder(Xh), noisy_h, self.config.beta)
                 out["holdout_neg_elbo"] = float(loss)
         model.train()
         return out
@@ -192,48 +192,51 @@ def train_latent_shift_model(
     model: LatentShiftModel,
     data: TrainingData,
     *,
-    estimator: LSNPC,
+    config: TrainingConfig,
+    own_encoder: bool,
     selection: str,
     rng: np.random.Generator,
     device: torch.device,
 ) -> TrainResult:
-    """Algorithm 1: per epoch a pass over the noisy data, then one over the clean data (if any)."""
-    est = estimator
+    """Algorithm 1: per epoch a pass over the noisy data, then one over the clean data (if any).
+
+    ``own_encoder``: the data encoder is LSNPC's own (so ``config.warm_start`` applies to it).
+    """
     X, P = data.X, data.P
     holdout = None
     if selection == "noisy_elbo":
-        n_hold = max(1, int(round(est.holdout_fraction * len(X))))
+        n_hold = max(1, int(round(config.holdout_fraction * len(X))))
         if len(X) - n_hold < 2 or n_hold < 2:
             selection = "last"
         else:
             perm = torch.as_tensor(rng.permutation(len(X)), device=device)
             hold_idx, train_idx = perm[:n_hold], perm[n_hold:]
-            noisy_hold = _feed(P[hold_idx], est.train_feed)
+            noisy_hold = _feed(P[hold_idx], config.train_feed)
             holdout = (X[hold_idx], noisy_hold)
             X, P = X[train_idx], P[train_idx]
 
-    min_steps = est.min_steps
+    min_steps = config.min_steps
     if min_steps == "auto":
         min_steps = AUTO_STEPS_WITH_VALIDATION if data.val is not None else AUTO_STEPS_WITHOUT_VALIDATION
-    epochs = resolve_epochs(est.epochs, len(X), est.batch_size, min_steps)
-    steps_per_epoch = len(_batches(len(X), est.batch_size))
-    clean_steps = 0 if data.clean is None else len(_batches(len(data.clean[0]), est.batch_size))
-    selector = _Selector(selection, est, data, holdout, seed=int(rng.integers(2**62)))
+    epochs = resolve_epochs(config.epochs, len(X), config.batch_size, min_steps)
+    steps_per_epoch = len(_batches(len(X), config.batch_size))
+    clean_steps = 0 if data.clean is None else len(_batches(len(data.clean[0]), config.batch_size))
+    selector = _Selector(selection, config, data, holdout, seed=int(rng.integers(2**62)))
     history: list[dict[str, Any]] = []
 
-    if est.warm_start and est.encoder is None:
+    if config.warm_start and own_encoder:
         steps = int(np.clip(3 * math.ceil(len(X) / 256), 150, 600))
         loss = warm_start_encoder(model, X, P, steps=steps)
         entry = {"epoch": 0, "phase": "warm_start", "warm_start_loss": loss, **selector.score(model)}
         history.append(entry)
         selector.update(model, 0, entry)
 
-    optimizer = FlatAdamW([model], weight_decay=est.weight_decay)
+    optimizer = FlatAdamW([model], weight_decay=config.weight_decay)
     total_steps = epochs * (steps_per_epoch + clean_steps)
     step = 0
 
     def lr_now(epoch: int) -> float:
-        return learning_rate(est.schedule, est.lr, step, epoch - 1, total_steps)
+        return learning_rate(config.schedule, config.lr, step, epoch - 1, total_steps)
 
     model.train()
     with optimizer:
@@ -241,9 +244,9 @@ def train_latent_shift_model(
             started = time.perf_counter()
             sums = np.zeros(3)
             n_batches = 0
-            for idx in _batches(len(X), est.batch_size):
+            for idx in _batches(len(X), config.batch_size):
                 h = model.data_encoder(X[idx])
-                loss, parts = unsupervised_loss(model, h, _feed(P[idx], est.train_feed), est.beta)
+                loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
                 optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
                 step += 1
                 sums += (parts.total, parts.reconstruction, parts.latent)
@@ -259,9 +262,9 @@ def train_latent_shift_model(
             if data.clean is not None:
                 Xc, yc, pc = data.clean
                 clean_sum, clean_batches = 0.0, 0
-                for idx in _batches(len(Xc), est.batch_size):
+                for idx in _batches(len(Xc), config.batch_size):
                     h = model.data_encoder(Xc[idx])
-                    loss, parts = supervised_loss(model, h, _feed(pc[idx], est.train_feed), yc[idx], est.beta, est.eta)
+                    loss, parts = supervised_loss(model, h, _feed(pc[idx], config.train_feed), yc[idx], config.beta, config.eta)
                     optimizer.step(loss, lr=lr_now(epoch), clip=_CLEAN_CLIP)
                     step += 1
                     clean_sum += parts.total
@@ -275,7 +278,7 @@ def train_latent_shift_model(
             entry["seconds"] = time.perf_counter() - started
             history.append(entry)
             selector.update(model, epoch, entry)
-            if est.verbose:
+            if config.verbose:
                 shown = ", ".join(f"{k}={v:.4g}" for k, v in entry.items() if isinstance(v, float))
                 print(f"[LSNPC] epoch {epoch}/{epochs}: {shown}", flush=True)
 

@@ -16,10 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._torch import num_threads, resolve_device, seeded, torch_seed_from
-from ._guard import decide_blend
-from ._training import TrainingData, train_latent_shift_model
-from ._validation import (
+from .._torch import num_threads, resolve_device, seeded, torch_seed_from
+from .._validation import (
     NotFittedError,
     check_array,
     check_in_choices,
@@ -31,14 +29,12 @@ from ._validation import (
     check_same_n_samples,
     check_scalar,
 )
-from .model import (
-    LATENT_FAMILIES,
-    LatentConfig,
-    LatentShiftModel,
-    StandardizedMLPEncoder,
-    clone_encoder,
-    infer_output_dim,
-)
+from .config import ModelSpec, TrainingConfig, build_model
+from .guard import decide_blend
+from .inference import FoldedCorrector
+from .model import LATENT_FAMILIES, infer_output_dim
+from .persistence import FITTED_FIELDS, read_corrector, save_corrector
+from .training import TrainingData, train_latent_shift_model
 
 __all__ = ["LSNPC", "NotFittedError"]
 
@@ -96,7 +92,7 @@ class LSNPC:
         {0, ¼, ½, ¾, 1}) that validation says is best among those that lose neither micro- nor
         macro-F1 against the base model, on the validation set and in ``guard_confidence`` of its
         bootstrap resamples, provided the pure correction itself does not lose on validation (else
-        the base model); see :mod:`lsnpc._guard` and ``guard_``.
+        the base model); see :mod:`lsnpc.corrector.guard` and ``guard_``.
     guard_confidence : float in [0, 1]
         Share of bootstrap resamples in which a blend must not lose to the base model.
     schedule : {"cosine", "paper", "constant"}
@@ -306,31 +302,31 @@ class LSNPC:
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
 
+        params = self.get_params()
+        n_features = int(np.prod(d_shape))
         with num_threads(self.n_threads), seeded(seed, device):
-            if self.encoder is None:
-                encoder: nn.Module = StandardizedMLPEncoder(int(np.prod(d_shape)), self.hidden_dim)
-                encoder.set_standardization(*_standardization(Xa))
-                data_dim = self.hidden_dim
-            else:
-                encoder = clone_encoder(self.encoder).to(device)
-                data_dim = infer_output_dim(encoder, torch.as_tensor(Xa[:2], device=device))
-            model = LatentShiftModel(
-                encoder, data_dim, n_labels,
-                LatentConfig(self.latent, float(self.nu), float(self.nu0)),
-                latent_dim=self.latent_dim, label_embedding_dim=self.label_embedding_dim,
+            data_dim = None
+            if self.encoder is not None:
+                data_dim = infer_output_dim(self.encoder, torch.as_tensor(Xa[:2]))
+            model = build_model(
+                ModelSpec.from_params(params), n_features=n_features, n_labels=n_labels,
+                encoder=self.encoder, data_dim=data_dim,
             ).to(device)
+            if self.encoder is None:
+                model.data_encoder.set_standardization(*_standardization(Xa))
             data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
             result = train_latent_shift_model(
-                model, data, estimator=self, selection=selection, rng=rng, device=device
+                model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
+                selection=selection, rng=rng, device=device,
             )
 
         self.model_ = model
         self.device_ = device
         self.predict_seed_ = predict_seed
-        self.n_features_in_ = int(np.prod(d_shape))
+        self.n_features_in_ = n_features
         self.input_shape_ = tuple(int(s) for s in d_shape)
         self.n_labels_ = n_labels
-        self.data_dim_ = data_dim
+        self.data_dim_ = model.label_decoder.data_dim
         self.epochs_ = result.epochs
         self.best_epoch_ = result.best_epoch
         self.history_ = result.history
@@ -342,7 +338,7 @@ class LSNPC:
 
     # ------------------------------------------------------------------ guard
     def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> dict[str, Any]:
-        """The guard's decision on the validation triple (see :mod:`lsnpc._guard`)."""
+        """The guard's decision on the validation triple (see :mod:`lsnpc.corrector.guard`)."""
         corrected = self._raw_correct(X_val, p_val)
         return decide_blend(
             y_val, corrected, p_val, confidence=float(self.guard_confidence),
@@ -365,8 +361,6 @@ class LSNPC:
 
     def _raw_correct(self, X: np.ndarray, P: np.ndarray, batch_size: int = 4096) -> np.ndarray:
         """The correction equation, Monte Carlo, in large batches; deterministic for a fitted model."""
-        from ._inference import FoldedCorrector
-
         model = self.model_
         model.eval()
         out = np.empty(P.shape, dtype=np.float32)
@@ -413,10 +407,9 @@ class LSNPC:
 
         The write is atomic: a complete new directory replaces ``path`` only once fully written.
         """
-        from ._persistence import save_lsnpc
-
         check_is_fitted(self, "model_")
-        save_lsnpc(self, path)
+        fitted = {name: getattr(self, name) for name in FITTED_FIELDS}
+        save_corrector(path, params=self.get_params(), fitted=fitted, model=self.model_)
 
     @classmethod
     def load(cls, path: str, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
@@ -425,9 +418,26 @@ class LSNPC:
         A corrector fitted with a user ``encoder`` stores that encoder's weights but not its code: pass a
         module of the same architecture as ``encoder`` to load it into.
         """
-        from ._persistence import load_lsnpc
-
-        return load_lsnpc(cls, path, encoder=encoder, device=device)
+        saved = read_corrector(path, encoder=encoder)
+        try:
+            estimator = cls(**saved.params, encoder=encoder)
+        except TypeError as exc:
+            raise ValueError(f"{saved.path} has parameters this lsnpc does not know: {exc}") from exc
+        estimator.device = device
+        estimator._check_params()
+        fitted = saved.fitted
+        model = build_model(
+            ModelSpec.from_params(estimator.get_params()), n_features=int(fitted["n_features_in_"]),
+            n_labels=int(fitted["n_labels_"]), encoder=encoder, data_dim=int(fitted["data_dim_"]),
+        )
+        saved.load_weights(model)
+        dev = resolve_device(device)
+        model.to(dev).eval()
+        for name in FITTED_FIELDS:
+            setattr(estimator, name, fitted[name])
+        estimator.model_ = model
+        estimator.device_ = dev
+        return estimator
 
 
 def _standardization(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:

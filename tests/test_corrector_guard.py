@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from lsnpc._guard import _counts, decide_blend, f1_from_counts
+from lsnpc.corrector.guard import _counts, decide_blend, f1_from_counts
 
 
 def test_f1_from_counts_equals_scikit_learn() -> None:

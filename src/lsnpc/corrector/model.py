@@ -174,11 +174,9 @@ class TrueLatentEncoder(nn.Module):
     Location from a small GELU MLP (m → hidden → m), log-variance from a linear layer.
     """
 
-    def __init__(self, latent_dim: int, hidden_dim: int = 128) -> None:
+    def __init__(self, latent_dim: int, mlp_dim: int = 128) -> None:
         super().__init__()
-        self.loc = nn.Sequential(
-            nn.Linear(latent_dim, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, latent_dim)
-        )
+        self.loc = nn.Sequential(nn.Linear(latent_dim, mlp_dim), nn.GELU(), nn.Linear(mlp_dim, latent_dim))
         self.logvar = nn.Linear(latent_dim, latent_dim)
 
     def forward(self, zhat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -190,14 +188,14 @@ class TrueLatentEncoder(nn.Module):
 class ShiftDecoder(nn.Module):
     """g_ψ(z): the location of p(ẑ | z) = Student(g_ψ(z), I, ν0) (Normal for GAUSS)."""
 
-    def __init__(self, latent_dim: int, hidden_dim: int = 128) -> None:
+    def __init__(self, latent_dim: int, mlp_dim: int = 128) -> None:
         super().__init__()
         self.net = nn.Sequential(
-            nn.Linear(latent_dim, hidden_dim),
+            nn.Linear(latent_dim, mlp_dim),
             nn.GELU(),
-            nn.Linear(hidden_dim, hidden_dim),
+            nn.Linear(mlp_dim, mlp_dim),
             nn.GELU(),
-            nn.Linear(hidden_dim, latent_dim),
+            nn.Linear(mlp_dim, latent_dim),
         )
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
@@ -259,8 +257,8 @@ class LatentShiftModel(nn.Module):
         L.
     latent : LatentConfig
         Latent family and its degrees of freedom.
-    latent_dim, label_embedding_dim, hidden_dim : int
-        m, the label-embedding width and the width of the latent MLPs.
+    latent_dim, label_embedding_dim, latent_mlp_dim : int
+        m, the label-embedding width and the width of the latent MLPs (μ_κ, g_ψ).
     """
 
     def __init__(
@@ -272,7 +270,7 @@ class LatentShiftModel(nn.Module):
         *,
         latent_dim: int = 64,
         label_embedding_dim: int = 128,
-        hidden_dim: int = 128,
+        latent_mlp_dim: int = 128,
     ) -> None:
         super().__init__()
         if latent.family not in LATENT_FAMILIES:
@@ -283,8 +281,8 @@ class LatentShiftModel(nn.Module):
         self.shift_encoder = ShiftEncoder(
             data_dim, label_embedding_dim, latent_dim, learn_df=latent.family == "learned"
         )
-        self.true_latent_encoder = TrueLatentEncoder(latent_dim, hidden_dim)
-        self.shift_decoder = ShiftDecoder(latent_dim, hidden_dim)
+        self.true_latent_encoder = TrueLatentEncoder(latent_dim, latent_mlp_dim)
+        self.shift_decoder = ShiftDecoder(latent_dim, latent_mlp_dim)
         self.label_decoder = LabelDecoder(data_dim, latent_dim, n_labels)
         self.register_buffer("nu", torch.tensor(float(latent.nu)))
         self.register_buffer("nu0", torch.tensor(float(latent.nu0)))
@@ -323,19 +321,14 @@ class LatentShiftModel(nn.Module):
 
     # -- the correction equation (eq. 9), by Monte Carlo ---------------------------------------
     @torch.no_grad()
-    def correct(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int, *, folded: bool = True) -> torch.Tensor:
+    def correct(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
         """E[y | x, h] ≈ mean over ``n_samples`` draws of g_φ(x, z), z ~ q(z|ẑ), ẑ ~ q(ẑ|x, ŷ).
 
-        The data embedding and q(ẑ | x, ŷ)'s parameters are computed once; only the latent draws and
-        g_φ run per Monte-Carlo sample, all in one batched pass. In eval mode (and ``folded``) the
-        networks run as :class:`lsnpc._inference.FoldedCorrector` — the same function with BatchNorm
-        folded into the linear layers and fewer, larger products; ``folded=False`` runs the modules
-        (the reference it is tested against). Returns probabilities (batch, L).
+        The reference computation, module by module: the data embedding and q(ẑ | x, ŷ)'s parameters
+        once, the latent draws and g_φ per Monte-Carlo sample, in one batched pass. Prediction runs
+        the same function folded (:class:`lsnpc.corrector.inference.FoldedCorrector`), tested equal
+        to this one. Returns probabilities (batch, L).
         """
-        if folded and not self.training:
-            from ._inference import FoldedCorrector
-
-            return FoldedCorrector(self)(x, noisy, n_samples)
         h = self.data_encoder(x)
         q_zhat = self.q_latent(h, noisy)
         zhat = q_zhat.rsample((n_samples,))  # (S, B, m)
@@ -358,11 +351,15 @@ def clone_encoder(encoder: nn.Module) -> nn.Module:
 
 
 def infer_output_dim(encoder: nn.Module, example: torch.Tensor) -> int:
-    """Run ``encoder`` on one example batch (in eval mode) to learn its embedding width."""
+    """Run ``encoder`` on one example batch (in eval mode) to learn its embedding width.
+
+    The example is moved to the encoder's device; the encoder itself is left where it is.
+    """
+    device = next(iter(encoder.parameters()), example).device
     was_training = encoder.training
     encoder.eval()
     with torch.no_grad():
-        out = encoder(example)
+        out = encoder(example.to(device))
     encoder.train(was_training)
     if out.ndim != 2:
         raise ValueError(

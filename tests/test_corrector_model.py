@@ -10,8 +10,8 @@ import torch
 from scipy import stats
 from torch.distributions import Normal, kl_divergence
 
-from lsnpc.model import FastStudentT, LatentConfig, LatentShiftModel, StandardizedMLPEncoder
-from lsnpc.objective import reconstruction_nll, shift_divergence, standard_normal_kl, unsupervised_loss
+from lsnpc.corrector.model import FastStudentT, LatentConfig, LatentShiftModel, StandardizedMLPEncoder
+from lsnpc.corrector.objective import reconstruction_nll, shift_divergence, standard_normal_kl, unsupervised_loss
 
 
 def _model(family: str, nu: float = 2.01, nu0: float = 2.01, latent_dim: int = 4) -> LatentShiftModel:
@@ -140,7 +140,7 @@ def test_split_decoder_equals_the_concatenated_decoder() -> None:
 @pytest.mark.parametrize("clip", [None, 0.5])
 def test_flat_adamw_matches_torch_adamw(clip):
     """FlatAdamW's steps (with or without norm clipping) give torch.optim.AdamW's weights."""
-    from lsnpc._training import FlatAdamW
+    from lsnpc.corrector.training import FlatAdamW
 
     torch.manual_seed(0)
     reference = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.GELU(), torch.nn.Linear(5, 3))
@@ -168,7 +168,7 @@ def test_flat_adamw_matches_torch_adamw(clip):
 
 
 def test_paper_schedule_is_torch_cosine_annealing_with_a_ten_epoch_period():
-    from lsnpc._training import learning_rate
+    from lsnpc.corrector.training import learning_rate
 
     param = torch.zeros(1, requires_grad=True)
     opt = torch.optim.SGD([param], lr=2e-4)
@@ -180,7 +180,7 @@ def test_paper_schedule_is_torch_cosine_annealing_with_a_ten_epoch_period():
 
 
 def test_cosine_schedule_warms_up_then_decays_to_five_percent():
-    from lsnpc._training import learning_rate
+    from lsnpc.corrector.training import learning_rate
 
     rates = [learning_rate("cosine", 1.0, step, 0, 1000) for step in range(1000)]
     assert rates[0] == pytest.approx(1 / 30) and rates[29] == pytest.approx(1.0)
@@ -193,12 +193,13 @@ def test_cosine_schedule_warms_up_then_decays_to_five_percent():
 @pytest.mark.parametrize("n_labels", [2, 6])  # fewer and more labels than latent dims (μ_κ folded or not)
 def test_folded_correction_equals_the_module_computation(family, n_labels) -> None:
     """FoldedCorrector (BatchNorm folded, heads stacked) computes what the modules compute."""
-    from lsnpc.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
+    from lsnpc.corrector.inference import FoldedCorrector
+    from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
 
     torch.manual_seed(0)
     encoder = StandardizedMLPEncoder(3, 8)
     encoder.set_standardization(torch.tensor([0.5, -1.0, 2.0]), torch.tensor([2.0, 0.5, 3.0]))
-    model = LatentShiftModel(encoder, 8, n_labels, LatentConfig(family, 2.5, 3.0), latent_dim=4, label_embedding_dim=5, hidden_dim=6)
+    model = LatentShiftModel(encoder, 8, n_labels, LatentConfig(family, 2.5, 3.0), latent_dim=4, label_embedding_dim=5, latent_mlp_dim=6)
     with torch.no_grad():  # non-trivial running statistics and affine parameters everywhere
         for module in model.modules():
             if isinstance(module, torch.nn.BatchNorm1d):
@@ -209,14 +210,14 @@ def test_folded_correction_equals_the_module_computation(family, n_labels) -> No
     model.eval()
     x, noisy = torch.randn(9, 3), torch.rand(9, n_labels)
     torch.manual_seed(1)
-    reference = model.correct(x, noisy, n_samples=4, folded=False)
+    reference = model.correct(x, noisy, n_samples=4)
     torch.manual_seed(1)
-    folded = model.correct(x, noisy, n_samples=4)
+    folded = FoldedCorrector(model)(x, noisy, n_samples=4)
     torch.testing.assert_close(folded, reference, rtol=1e-5, atol=1e-6)
 
 
 def _folded_toy_model(family: str = "student"):
-    from lsnpc.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
+    from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
 
     torch.manual_seed(0)
     model = LatentShiftModel(StandardizedMLPEncoder(3, 8), 8, 2, LatentConfig(family, 2.5, 3.0), latent_dim=4)
@@ -225,7 +226,7 @@ def _folded_toy_model(family: str = "student"):
 
 def test_pooled_draws_are_exactly_distributed():
     """Large batches take their standard draws from a pool: marginally still Student-t(ν) and Normal."""
-    from lsnpc._inference import POOL_ROWS, FoldedCorrector
+    from lsnpc.corrector.inference import POOL_ROWS, FoldedCorrector
 
     corrector = FoldedCorrector(_folded_toy_model())
     shape = (5, POOL_ROWS, 4)  # more draws than the pool has rows: pooled
@@ -246,7 +247,7 @@ def test_pooled_draws_are_exactly_distributed():
 def test_pooled_and_direct_monte_carlo_agree_on_average():
     """One input repeated 8192 times: the mean correction over the copies estimates E[y | x, h] — by the
     pooled path (one big batch) and the direct path (small batches) alike."""
-    from lsnpc._inference import FoldedCorrector
+    from lsnpc.corrector.inference import FoldedCorrector
 
     model = _folded_toy_model()
     x, noisy = torch.randn(1, 3).expand(8192, 3), torch.rand(1, 2).expand(8192, 2)
@@ -259,7 +260,7 @@ def test_pooled_and_direct_monte_carlo_agree_on_average():
 
 def test_folded_corrector_is_a_snapshot_of_the_weights():
     """Training the model after building the corrector does not change the corrector's output."""
-    from lsnpc._inference import FoldedCorrector
+    from lsnpc.corrector.inference import FoldedCorrector
 
     model = _folded_toy_model()
     corrector = FoldedCorrector(model)
