@@ -21,6 +21,7 @@ from torch import nn
 from .._torch import seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
+from .backprop import NoisyBatchStep
 from .inference import FoldedCorrector
 from .model import LatentShiftModel
 from .objective import supervised_loss, unsupervised_loss
@@ -240,16 +241,23 @@ def train_latent_shift_model(
 
     model.train()
     with optimizer:
+        # the noisy-batch gradient by hand where it is written out (student, gauss), else autograd
+        noisy_step = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed) if NoisyBatchStep.supports(model) else None
         for epoch in range(1, epochs + 1):
             started = time.perf_counter()
             sums = np.zeros(3)
             n_batches = 0
             for idx in _batches(len(X), config.batch_size):
-                h = model.data_encoder(X[idx])
-                loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
-                optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
+                if noisy_step is not None:
+                    values = noisy_step(X.index_select(0, idx), P.index_select(0, idx))
+                    optimizer.apply(lr=lr_now(epoch), clip=_NOISY_CLIP)
+                    sums += values.tolist()
+                else:
+                    h = model.data_encoder(X[idx])
+                    loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
+                    optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
+                    sums += (parts.total, parts.reconstruction, parts.latent)
                 step += 1
-                sums += (parts.total, parts.reconstruction, parts.latent)
                 n_batches += 1
             entry: dict[str, Any] = {
                 "epoch": epoch,
@@ -295,11 +303,13 @@ class FlatAdamW:
     modules, all laid out as views into one flat buffer — and their gradients into another.
 
     A training step of LSNPC at batch 32 is dominated by per-tensor overhead, not arithmetic: zeroing,
-    clipping and the update each touch ~50 small tensors. On flat buffers each is a few operations on
-    one tensor. Autograd accumulates into the gradient views in place (they are never set to None).
-    The update is the AdamW of Loshchilov & Hutter as ``torch.optim.AdamW`` computes it (tested against
-    it); it is written out here because constructing any ``torch.optim`` optimiser imports
-    ``torch._dynamo`` (~1.5–2 s on first use in a process, measured), a tenth of a small fit.
+    clipping and the update each touch ~50 small tensors. On flat buffers the update is one call of
+    ATen's fused AdamW kernel (the one ``torch.optim.AdamW(fused=True)`` runs, which also applies the
+    clipping factor), the clipping one norm. Autograd accumulates into the gradient views in place
+    (they are never set to None); :class:`~lsnpc.corrector.backprop.NoisyBatchStep` writes into them.
+    The update is the AdamW of Loshchilov & Hutter as ``torch.optim.AdamW`` computes it (tested
+    against it); no ``torch.optim`` object is built because constructing one imports ``torch._dynamo``
+    (~1.5–2 s on first use in a process, measured), a tenth of a small fit.
 
     Use as a context manager: inside it the parameters live in the flat buffer; on exit each gets its
     own storage back, so the model can be saved, copied or trained normally afterwards.
@@ -323,9 +333,8 @@ class FlatAdamW:
         self.grad = torch.zeros_like(self.flat)
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
-        self.denom = torch.empty_like(self.flat)  # reused: a fresh buffer per step costs page faults
+        self.steps = torch.zeros((), dtype=self.flat.dtype, device=self.flat.device)  # the kernel reads it
         self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
-        self.steps = 0
 
     def __enter__(self) -> Self:
         offset = 0
@@ -342,21 +351,22 @@ class FlatAdamW:
             p.grad = None
 
     @torch.no_grad()
-    def _update(self, lr: float) -> None:
+    def apply(self, *, lr: float, clip: float | None = None) -> None:
+        """One AdamW update from the gradients in the flat buffer, their global norm clipped to ``clip``."""
+        grad_scale = None
+        if clip is not None:  # the kernel divides the gradient by grad_scale: clip_grad_norm_'s factor, inverted
+            norm = torch.linalg.vector_norm(self.grad)
+            grad_scale = norm.add_(1e-6).div_(clip).clamp_(min=1.0)
+        self.steps.add_(1)
         beta1, beta2 = self.betas
-        self.steps += 1
-        self.flat.mul_(1 - lr * self.weight_decay)
-        self.exp_avg.lerp_(self.grad, 1 - beta1)
-        self.exp_avg_sq.mul_(beta2).addcmul_(self.grad, self.grad, value=1 - beta2)
-        step_size = lr / (1 - beta1**self.steps)
-        denom = torch.sqrt(self.exp_avg_sq, out=self.denom).div_(math.sqrt(1 - beta2**self.steps)).add_(self.eps)
-        self.flat.addcdiv_(self.exp_avg, denom, value=-step_size)
+        torch._fused_adamw_(
+            [self.flat], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps], lr=lr,
+            beta1=beta1, beta2=beta2, weight_decay=self.weight_decay, eps=self.eps, amsgrad=False,
+            maximize=False, grad_scale=grad_scale,
+        )
 
     def step(self, loss: torch.Tensor, *, lr: float, clip: float | None = None) -> None:
         """Zero the gradients, backpropagate ``loss``, clip their global norm to ``clip``, update."""
         self.grad.zero_()
         loss.backward()
-        if clip is not None:
-            norm = torch.linalg.vector_norm(self.grad)
-            self.grad.mul_(torch.clamp(clip / (norm + 1e-6), max=1.0))  # what clip_grad_norm_ computes
-        self._update(lr)
+        self.apply(lr=lr, clip=clip)

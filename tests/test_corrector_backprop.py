@@ -1,0 +1,81 @@
+"""The hand-written gradient of a noisy batch against autograd on the objective it replaces."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from lsnpc.corrector.backprop import NoisyBatchStep
+from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
+from lsnpc.corrector.objective import unsupervised_loss
+from lsnpc.corrector.training import FlatAdamW, _feed
+
+
+def _model(family: str, user_encoder: bool) -> LatentShiftModel:
+    torch.manual_seed(0)
+    if user_encoder:  # with its own dropout: its random draws come first, as in the training loop
+        encoder: nn.Module = nn.Sequential(nn.Linear(5, 16), nn.Dropout(0.2), nn.Tanh())
+    else:
+        encoder = StandardizedMLPEncoder(5, 16)
+        encoder.set_standardization(torch.linspace(-1, 1, 5), torch.linspace(0.5, 2, 5))
+    return LatentShiftModel(encoder, 16, 3, LatentConfig(family, 2.5, 3.0), latent_dim=4,
+                            label_embedding_dim=8, latent_mlp_dim=6).train()
+
+
+def _pre_norm_biases(model: nn.Module) -> set[str]:
+    """Biases of Linear layers followed by a training-mode BatchNorm: the loss does not depend on them
+    (BatchNorm subtracts the batch mean), so their gradient is float rounding in both computations and
+    AdamW, which normalises it, moves them apart."""
+    names = set()
+    for prefix, module in model.named_modules():
+        children = list(module.children()) if isinstance(module, nn.Sequential) else []
+        for i, (first, second) in enumerate(zip(children, children[1:])):
+            if isinstance(first, nn.Linear) and isinstance(second, nn.BatchNorm1d):
+                names.add(f"{prefix}.{i}.bias")
+    return names
+
+
+@pytest.mark.parametrize("family", ["student", "gauss"])
+@pytest.mark.parametrize("user_encoder", [False, True])
+@pytest.mark.parametrize("feed", ["sample", "probs"])
+def test_noisy_batch_step_equals_autograd(family, user_encoder, feed) -> None:
+    """Same seed, same model: the same loss, gradients, running statistics, and after AdamW steps the
+    same training — the random draws are taken in the same order as the autograd path takes them."""
+    reference = _model(family, user_encoder)
+    manual = copy.deepcopy(reference)
+    x, probs = torch.randn(12, 5), torch.rand(12, 3)
+    ours, theirs = FlatAdamW([manual], weight_decay=1e-5), FlatAdamW([reference], weight_decay=1e-5)
+    noise_only = _pre_norm_biases(reference)
+    with ours, theirs:
+        step = NoisyBatchStep(manual, beta=0.3, feed=feed)
+        for k in range(4):
+            torch.manual_seed(k)
+            loss, parts = unsupervised_loss(reference, reference.data_encoder(x), _feed(probs, feed), 0.3)
+            theirs.grad.zero_()
+            loss.backward()
+            torch.manual_seed(k)
+            values = step(x, probs)
+            torch.testing.assert_close(
+                values, torch.tensor([parts.total, parts.reconstruction, parts.latent]), rtol=1e-5, atol=1e-6
+            )
+            for (name, a), b in zip(reference.named_parameters(), manual.parameters(), strict=True):
+                if k == 0 or name not in noise_only:
+                    torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
+            theirs.apply(lr=0.01, clip=2.0)
+            ours.apply(lr=0.01, clip=2.0)
+    for (name, a), b in zip(reference.named_parameters(), manual.parameters(), strict=True):
+        if name not in noise_only:
+            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=name)
+    for (name, a), b in zip(reference.named_buffers(), manual.buffers(), strict=True):
+        if "running_mean" not in name:  # running means track the noise-only biases above
+            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_noisy_batch_step_refuses_learned_nu() -> None:
+    model = _model("learned", False)
+    assert not NoisyBatchStep.supports(model)
+    with pytest.raises(ValueError, match="learned"):
+        NoisyBatchStep(model, beta=0.1, feed="sample")
