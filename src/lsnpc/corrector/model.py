@@ -31,6 +31,8 @@ __all__ = [
     "LATENT_FAMILIES",
     "StandardizedMLPEncoder",
     "standard_student_t",
+    "student_t_from_uniforms",
+    "normal_from_uniforms",
     "LabelEncoder",
     "ShiftEncoder",
     "TrueLatentEncoder",
@@ -45,19 +47,42 @@ LATENT_FAMILIES = ("student", "gauss", "learned")
 # log-variance cap of the encoders (as in the authors' model) and the smallest scale allowed
 _LOGVAR_MAX = 5.0
 _MIN_SCALE = 1e-4
+# the correction's uniforms stay inside (0, 1), where every inverse transform is finite
+_UNIFORM_EPS = 1e-7
+
+
+def student_t_from_uniforms(angle: torch.Tensor, radius: torch.Tensor, nu: torch.Tensor | float) -> torch.Tensor:
+    """Bailey's polar method: T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)) is exactly Student-t(ν) for
+    independent U₁ ~ U[0, 1), U₂ ~ U(0, 1] (``angle``, ``radius``); ``nu`` broadcasts against them.
+    U₂^(−2/ν) is computed as exp(−2/ν · log U₂), the same number, cheaper than pow on CPU."""
+    cosine = (angle * (2 * math.pi)).cos_()
+    return (radius.log() * (-2.0 / nu)).exp_().sub_(1.0).mul_(nu).sqrt_().mul_(cosine)
+
+
+def normal_from_uniforms(angle: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+    """Box–Muller (Bailey's transform as ν → ∞): cos(2π U₁) · sqrt(−2 log U₂) is exactly Normal(0, 1)."""
+    cosine = (angle * (2 * math.pi)).cos_()
+    return radius.log().mul_(-2.0).sqrt_().mul_(cosine)
+
+
+def standard_normal_from_uniform(u: torch.Tensor) -> torch.Tensor:
+    """Φ⁻¹(u) = √2 erfinv(2u − 1): the Normal(0, 1) quantile of u in (0, 1)."""
+    return torch.special.erfinv(2.0 * u - 1.0).mul_(math.sqrt(2.0))
+
+
+def monte_carlo_design(n_samples: int, n_dims: int, generator: torch.Generator) -> torch.Tensor:
+    """S × D independent uniforms in (0, 1): the correction's common random numbers."""
+    u = torch.rand(n_samples, n_dims, generator=generator)
+    return u.clamp_(_UNIFORM_EPS, 1.0 - _UNIFORM_EPS)
 
 
 def standard_student_t(
     shape: tuple[int, ...], nu: torch.Tensor, *, dtype: torch.dtype, device: torch.device
 ) -> torch.Tensor:
-    """Standard Student-t(ν) draws of ``shape`` by Bailey's polar method (two uniforms each).
-
-    T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)) is exactly Student-t(ν); U₂^(−2/ν) is computed as
-    exp(−2/ν · log U₂), the same number, cheaper than pow on CPU. ``nu``: a tensor broadcastable to shape.
-    """
-    angle = torch.rand(shape, dtype=dtype, device=device).mul_(2 * math.pi).cos_()
+    """Standard Student-t(ν) draws of ``shape`` from torch's generator, by Bailey's polar method."""
+    angle = torch.rand(shape, dtype=dtype, device=device)
     radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)  # in (0, 1]: no division by zero
-    return radius.log_().mul_(-2.0 / nu).exp_().sub_(1.0).mul_(nu).sqrt_().mul_(angle)
+    return student_t_from_uniforms(angle, radius, nu)
 
 
 class FastStudentT(StudentT):
@@ -218,24 +243,6 @@ class LabelDecoder(nn.Module):
     def forward(self, data_embedding: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
         return self.out(self.norm(torch.cat([data_embedding, latent], dim=-1)))
 
-    def _part(self, values: torch.Tensor, columns: slice) -> torch.Tensor:
-        """Eval-mode contribution of one block of input columns (BatchNorm is per feature, and the
-        output layer is linear, so the logits are the sum of the data and latent contributions)."""
-        norm = self.norm
-        normed = F.batch_norm(
-            values, norm.running_mean[columns], norm.running_var[columns], norm.weight[columns],
-            norm.bias[columns], training=False, eps=norm.eps,
-        )
-        return F.linear(normed, self.out.weight[:, columns])
-
-    def data_logits(self, data_embedding: torch.Tensor) -> torch.Tensor:
-        """The data part of the logits, bias included (batch, L); eval mode only."""
-        return self._part(data_embedding, slice(0, self.data_dim)) + self.out.bias
-
-    def latent_logits(self, latent: torch.Tensor) -> torch.Tensor:
-        """The latent part of the logits (..., L); eval mode only."""
-        return self._part(latent, slice(self.data_dim, None))
-
 
 @dataclass
 class LatentConfig:
@@ -259,6 +266,9 @@ class LatentShiftModel(nn.Module):
         Latent family and its degrees of freedom.
     latent_dim, label_embedding_dim, latent_mlp_dim : int
         m, the label-embedding width and the width of the latent MLPs (μ_κ, g_ψ).
+    n_samples : int
+        S, the Monte-Carlo samples of the correction (eq. 9). Their draws are fixed (the buffer
+        ``monte_carlo_uniforms``, see :meth:`correct`), so a saved model carries them.
     """
 
     def __init__(
@@ -271,6 +281,7 @@ class LatentShiftModel(nn.Module):
         latent_dim: int = 64,
         label_embedding_dim: int = 128,
         latent_mlp_dim: int = 128,
+        n_samples: int = 5,
     ) -> None:
         super().__init__()
         if latent.family not in LATENT_FAMILIES:
@@ -286,6 +297,11 @@ class LatentShiftModel(nn.Module):
         self.label_decoder = LabelDecoder(data_dim, latent_dim, n_labels)
         self.register_buffer("nu", torch.tensor(float(latent.nu)))
         self.register_buffer("nu0", torch.tensor(float(latent.nu0)))
+        # placeholder draws until fit calls draw_monte_carlo (deterministic, so a fresh model predicts)
+        self.register_buffer(
+            "monte_carlo_uniforms",
+            monte_carlo_design(n_samples, 3 * latent_dim + n_labels, torch.Generator().manual_seed(0)),
+        )
 
     # -- the distributions of section 4 -------------------------------------------------------
     def q_latent(self, data_embedding: torch.Tensor, labels: torch.Tensor) -> Distribution:
@@ -319,27 +335,57 @@ class LatentShiftModel(nn.Module):
         """Logits of g_φ(x, latent) (batch, L)."""
         return self.label_decoder(data_embedding, latent)
 
-    # -- the correction equation (eq. 9), by Monte Carlo ---------------------------------------
-    @torch.no_grad()
-    def correct(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
-        """E[y | x, h] ≈ mean over ``n_samples`` draws of g_φ(x, z), z ~ q(z|ẑ), ẑ ~ q(ẑ|x, ŷ).
+    # -- the correction equation (eq. 9), by Monte Carlo with common random numbers ------------
+    def draw_monte_carlo(self, generator: torch.Generator) -> None:
+        """Draw the correction's fixed uniforms anew (fit calls it with the estimator's seed)."""
+        u = self.monte_carlo_uniforms
+        u.copy_(monte_carlo_design(u.shape[0], u.shape[1], generator))
 
-        The reference computation, module by module: the data embedding and q(ẑ | x, ŷ)'s parameters
-        once, the latent draws and g_φ per Monte-Carlo sample, in one batched pass. Prediction runs
-        the same function folded (:class:`lsnpc.corrector.inference.FoldedCorrector`), tested equal
-        to this one. Returns probabilities (batch, L).
+    def monte_carlo_draws(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The fixed uniforms, split: ẑ's angle and radius (S, m), z's (S, m), the labels' (S, L)."""
+        m = self.shift_encoder.loc.out_features
+        u = self.monte_carlo_uniforms
+        return u[:, :m], u[:, m : 2 * m], u[:, 2 * m : 3 * m], u[:, 3 * m :]
+
+    def shift_standard_draws(
+        self, angle: torch.Tensor, radius: torch.Tensor, df: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Standard draws of q(ẑ | x, ŷ) from uniforms: Student-t(ν) (ν_θ = ``df`` when learned),
+        Normal for GAUSS."""
+        if self.latent.family == "gauss":
+            return normal_from_uniforms(angle, radius)
+        return student_t_from_uniforms(angle, radius, df if self.latent.family == "learned" else self.nu)
+
+    @torch.no_grad()
+    def correct(self, x: torch.Tensor, probs: torch.Tensor, *, feed: str = "probs") -> torch.Tensor:
+        """E[y | x, h] ≈ (1/S) Σ_s g_φ(x, z_s), z_s ~ q(z | ẑ_s), ẑ_s ~ q(ẑ | x, ŷ_s) (eq. 9).
+
+        The draws are common random numbers: the S rows of ``monte_carlo_uniforms``, the same for
+        every input row, so a row's answer depends only on that row and the model (alone, in any
+        batch, in any order) and no random generator is read. ``feed``: ŷ_s = probs ("probs"), or a
+        Bernoulli draw of them per Monte-Carlo sample ("sample": ŷ_s = 1[u_s < probs]).
+
+        The reference computation, module by module and in eval mode; prediction runs the same
+        function folded (:class:`lsnpc.corrector.inference.FoldedCorrector`), tested equal to this.
+        x (B, ...), probs (B, L); returns probabilities (B, L).
         """
+        angle, radius, true_u, label_u = self.monte_carlo_draws()
+        n_samples, batch, m = angle.shape[0], x.shape[0], angle.shape[1]
         h = self.data_encoder(x)
-        q_zhat = self.q_latent(h, noisy)
-        zhat = q_zhat.rsample((n_samples,))  # (S, B, m)
-        z = self.q_true_given_shifted(zhat.flatten(0, 1)).rsample()
-        if self.training:  # batch statistics: run the decoder on the full concatenation
-            h_rep = h.unsqueeze(0).expand(n_samples, *h.shape).flatten(0, 1)
-            logits = self.label_logits(h_rep, z).view(n_samples, x.shape[0], -1)
-        else:  # g_φ's data part is the same for every draw: compute it once
-            decoder = self.label_decoder
-            logits = decoder.latent_logits(z).view(n_samples, x.shape[0], -1) + decoder.data_logits(h)
-        return torch.sigmoid(logits).mean(0)
+        h = h.expand(n_samples, *h.shape).reshape(n_samples * batch, -1)
+        if feed == "sample":
+            noisy = (label_u[:, None, :] < probs).to(probs.dtype)
+        else:
+            noisy = probs.expand(n_samples, *probs.shape)
+        loc, scale, df = self.shift_encoder(h, self.label_encoder(noisy.reshape(n_samples * batch, -1)))
+        shape = (n_samples, batch, m)
+        draws = self.shift_standard_draws(
+            angle[:, None].expand(shape), radius[:, None].expand(shape), None if df is None else df.view(shape)
+        )
+        zhat = loc + scale * draws.reshape(-1, m)
+        true_loc, true_scale = self.true_latent_encoder(zhat)
+        z = true_loc + true_scale * standard_normal_from_uniform(true_u)[:, None].expand(shape).reshape(-1, m)
+        return torch.sigmoid(self.label_logits(h, z)).view(n_samples, batch, -1).mean(0)
 
 
 def clone_encoder(encoder: nn.Module) -> nn.Module:

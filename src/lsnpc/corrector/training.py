@@ -22,7 +22,7 @@ from .._torch import seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
 from .backprop import NoisyBatchStep
-from .inference import FoldedCorrector
+from .inference import predict_corrected
 from .model import LatentShiftModel
 from .objective import supervised_loss, unsupervised_loss
 
@@ -141,9 +141,8 @@ class _Selector:
             if self.data.val is not None:
                 Xv, yv, pv = self.data.val
                 device = self.data.X.device
-                xb, pb = torch.as_tensor(Xv, device=device), torch.as_tensor(pv, device=device)
-                probs = FoldedCorrector(model)(xb, _feed(pb, self.config.predict_feed), self.config.n_samples)
-                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, probs.cpu().numpy())
+                probs = predict_corrected(model, Xv, pv, feed=self.config.predict_feed, device=device)
+                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, probs)
             if self.holdout is not None:
                 Xh, noisy_h = self.holdout
                 loss, _ = unsupervised_loss(model, model.data_encoder(Xh), noisy_h, self.config.beta)
