@@ -124,11 +124,11 @@ def test_correction_averages_its_fixed_monte_carlo_samples() -> None:
     per_sample = []
     for row in model.monte_carlo_uniforms:
         single.monte_carlo_uniforms = row[None].clone()
-        fed = (single.monte_carlo_draws()[3] < probs).float()
+        fed = (single.monte_carlo_draws()[2] < probs).float()
         per_sample.append(single.correct(x, fed, feed="probs"))
     torch.testing.assert_close(corrected, torch.stack(per_sample).mean(0))
     # the label uniforms of different samples give different ŷ for the same row
-    fed = (model.monte_carlo_draws()[3][:, None, :] < probs).float()
+    fed = (model.monte_carlo_draws()[2][:, None, :] < probs).float()
     assert len({tuple(f.flatten().tolist()) for f in fed[:, 0]}) > 1
 
 
@@ -241,7 +241,7 @@ def test_monte_carlo_draws_are_a_buffer_that_fit_redraws() -> None:
     model = _folded_test_model("student", 2, n_samples=6)
     assert "monte_carlo_uniforms" in model.state_dict()
     u = model.monte_carlo_uniforms
-    assert u.shape == (6, 3 * 4 + 2) and float(u.min()) > 0 and float(u.max()) < 1
+    assert u.shape == (6, 2 * 4 + 2) and float(u.min()) > 0 and float(u.max()) < 1
     before = u.clone()
     model.draw_monte_carlo(torch.Generator().manual_seed(6))
     assert not torch.equal(before, model.monte_carlo_uniforms)
@@ -250,14 +250,59 @@ def test_monte_carlo_draws_are_a_buffer_that_fit_redraws() -> None:
 
 
 def test_draw_transforms_give_their_distributions() -> None:
-    """Bailey's transform gives Student-t(ν); Box–Muller and Φ⁻¹ give Normal(0, 1)."""
-    from lsnpc.corrector.model import normal_from_uniforms, standard_normal_from_uniform, student_t_from_uniforms
+    """Bailey's transform gives Student-t(ν); Box–Muller gives Normal(0, 1)."""
+    from lsnpc.corrector.montecarlo import normal_from_uniforms, student_t_from_uniforms
 
     g = torch.Generator().manual_seed(0)
-    angle, radius, u = (torch.rand(20_000, generator=g).clamp_(1e-7, 1 - 1e-7) for _ in range(3))
+    angle, radius = (torch.rand(20_000, generator=g).clamp_(1e-7, 1 - 1e-7) for _ in range(2))
     assert stats.kstest(student_t_from_uniforms(angle, radius, 2.5).numpy(), stats.t(2.5).cdf).pvalue > 1e-3
     assert stats.kstest(normal_from_uniforms(angle, radius).numpy(), stats.norm.cdf).pvalue > 1e-3
-    np.testing.assert_allclose(standard_normal_from_uniform(u).numpy(), stats.norm.ppf(u.numpy()), atol=2e-4)
+
+
+def test_monte_carlo_design_is_a_latin_hypercube_of_uniforms() -> None:
+    from lsnpc.corrector.montecarlo import monte_carlo_design
+
+    u = monte_carlo_design(7, 500, torch.Generator().manual_seed(0))
+    strata = torch.sort(torch.floor(u * 7), dim=0).values
+    assert torch.equal(strata, torch.arange(7.0)[:, None].expand(7, 500))  # one value per stratum per column
+    assert stats.kstest(u.flatten().numpy(), stats.uniform.cdf).pvalue > 1e-3  # each value uniform
+    assert not torch.equal(u[:, 0].argsort(), u[:, 1].argsort())  # strata shuffled per column
+
+
+def test_expected_sigmoid_is_the_gaussian_integral() -> None:
+    """E[sigmoid(a + s Z)] against numerical integration, within the 7.3e-7 bound of the mixture."""
+    from scipy import integrate
+    from scipy.special import expit
+
+    from lsnpc.corrector.montecarlo import expected_sigmoid
+
+    rng = np.random.default_rng(0)
+    mean = np.concatenate([rng.uniform(-15, 15, 150), [0.0, 11.8, -11.8, 40.0]])
+    sd = np.concatenate([np.exp(rng.uniform(-6, 4, 150)), [0.0, 0.0, 1e-3, 30.0]])
+    exact = [integrate.quad(lambda z, a=a, s=s: expit(a + s * z) * stats.norm.pdf(z), -np.inf, np.inf,
+                            epsabs=1e-12, limit=500)[0] for a, s in zip(mean, sd)]
+    ours = expected_sigmoid(torch.tensor(mean), torch.tensor(sd**2)).numpy()
+    np.testing.assert_allclose(ours, exact, rtol=0, atol=7.5e-7)
+    single = expected_sigmoid(torch.tensor(mean, dtype=torch.float32), torch.tensor(sd**2, dtype=torch.float32))
+    np.testing.assert_allclose(single.numpy(), exact, rtol=0, atol=2e-6)
+
+
+def test_integrating_z_equals_averaging_over_its_draws() -> None:
+    """The closed-form step over z | ẑ equals many Normal draws of z pushed through g_φ (and clamped σ_κ)."""
+    model = _folded_test_model("student", 3, n_samples=2)
+    x, probs = torch.randn(4, 3), torch.rand(4, 3)
+    closed_form = model.correct(x, probs)
+    angle, radius, _ = model.monte_carlo_draws()
+    with torch.no_grad():
+        h = model.data_encoder(x)
+        loc, scale, _ = model.shift_encoder(h, model.label_encoder(probs))
+        zhat = loc + scale * model.shift_standard_draws(angle[:, None], radius[:, None])  # (S, B, m)
+        true_loc, true_scale = model.true_latent_encoder(zhat)
+        g = torch.Generator().manual_seed(0)
+        xi = torch.randn((20_000, *true_loc.shape), generator=g)
+        logits = model.label_logits(h.expand(20_000, 2, 4, 8).reshape(-1, 8), (true_loc + true_scale * xi).reshape(-1, 4))
+        draws = torch.sigmoid(logits).view(20_000, 2, 4, 3).mean(1)  # average over S
+    torch.testing.assert_close(draws.mean(0), closed_form, rtol=0, atol=4 * float(draws.std(0).max()) / 140)
 
 
 def test_folded_corrector_is_a_snapshot_of_the_weights():

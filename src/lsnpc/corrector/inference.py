@@ -8,8 +8,9 @@ With fewer labels than latent dimensions the last layer of μ_κ also folds into
 Monte-Carlo passes then never materialise z, only its logits.
 
 The Monte-Carlo draws are the model's common random numbers (``monte_carlo_uniforms``, fixed at
-fit): the standard draws of ẑ and z are computed from them once per corrector, the same for every row,
-so no random generator is read and a row's answer depends only on that row and the model.
+fit): the standard draws of ẑ are computed from them once per corrector, the same for every row, so no
+random generator is read and a row's answer depends only on that row and the model. z | ẑ is not
+drawn: the logits' mean and variance under it give the expected sigmoid in closed form.
 
 :class:`FoldedCorrector` computes exactly what :meth:`LatentShiftModel.correct` computes with the
 modules (tested to float tolerance); only the number of operations changes. :func:`predict_corrected`
@@ -25,19 +26,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .model import (
-    _LOGVAR_MAX,
-    _MIN_SCALE,
-    LatentShiftModel,
-    StandardizedMLPEncoder,
-    standard_normal_from_uniform,
-    student_t_from_uniforms,
-)
+from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder
+from .montecarlo import expected_sigmoid, student_t_from_uniforms
 
 __all__ = ["FoldedCorrector", "predict_corrected"]
 
-# exp(min(v, c)) == min(exp(v), exp(c)): the log-variance cap becomes a cap on σ, one pass fewer
-_MAX_SCALE = math.exp(_LOGVAR_MAX / 2)
+# exp(min(v, c)) == min(exp(v), exp(c)): the log-variance cap becomes a cap on σ (σ²), one pass fewer
+_MAX_SCALE, _MAX_VARIANCE, _MIN_VARIANCE = math.exp(_LOGVAR_MAX / 2), math.exp(_LOGVAR_MAX), _MIN_SCALE**2
 # rows per chunk of predict_corrected: intermediates of a chunk stay in a core's cache (measured)
 CHUNK_ROWS = 1024
 
@@ -119,11 +114,11 @@ class FoldedCorrector:
         data_dim = model.label_decoder.data_dim
         self.shift_data_w, self.shift_label_w = w[:, :data_dim], w[:, data_dim:]
 
-        # q(z | ẑ): μ_κ's hidden layer, and the log-variance head halved as above
+        # q(z | ẑ): μ_κ's hidden layer, and the log-variance head
         kappa = model.true_latent_encoder
         first, second = kappa.loc[0], kappa.loc[2]
         self.kappa_hidden_layer = (first.weight.clone(), first.bias.clone())
-        self.kappa_logstd = (0.5 * kappa.logvar.weight, 0.5 * kappa.logvar.bias)
+        self.kappa_logvar = (kappa.logvar.weight.clone(), kappa.logvar.bias.clone())
 
         # g_φ: BatchNorm over [h; latent] folded into the output layer, split into data and latent parts
         decoder = model.label_decoder
@@ -139,13 +134,13 @@ class FoldedCorrector:
             self.kappa_out = (second.weight.clone(), second.bias.clone())
         self.decoder_latent_w = decoder_latent_w
         self._transpose_weights()
+        self.decoder_latent_w_sq = self.decoder_latent_w.square()  # the logits' variance under z | ẑ
 
         # the common random numbers, as standard draws (S, 1, ·) that broadcast over the rows
-        angle, radius, true_uniforms, label_uniforms = (u.clone().unsqueeze(1) for u in model.monte_carlo_draws())
+        angle, radius, label_uniforms = (u.clone().unsqueeze(1) for u in model.monte_carlo_draws())
         self.n_samples = angle.shape[0]
         self.shift_uniforms = (angle, radius)  # learned ν: ν_θ(x, ŷ) differs per row, transformed per call
         self.shift_draws = None if self.family == "learned" else model.shift_standard_draws(angle, radius)
-        self.true_draws = standard_normal_from_uniform(true_uniforms)
         self.label_uniforms = label_uniforms
         self._buffers: dict[tuple[str, tuple[int, ...]], torch.Tensor] = {}
 
@@ -161,7 +156,7 @@ class FoldedCorrector:
         self.label_layers = [(t(w), b) for w, b in self.label_layers]
         self.shift_data_w, self.shift_label_w = t(self.shift_data_w), t(self.shift_label_w)
         self.kappa_hidden_layer = (t(self.kappa_hidden_layer[0]), self.kappa_hidden_layer[1])
-        self.kappa_logstd = (t(self.kappa_logstd[0]), self.kappa_logstd[1])
+        self.kappa_logvar = (t(self.kappa_logvar[0]), self.kappa_logvar[1])
         self.decoder_data_w, self.decoder_latent_w = t(self.decoder_data_w), t(self.decoder_latent_w)
         if self.fold_kappa:
             self.hidden_to_logits = t(self.hidden_to_logits)
@@ -202,22 +197,25 @@ class FoldedCorrector:
         zhat = torch.addcmul(loc, scale, draws, out=self._buffer("zhat", shape, h)).view(-1, m)
 
         # two products rather than one stacked: the elementwise passes then run on contiguous memory
-        (w1, b1), (w2, b2) = self.kappa_hidden_layer, self.kappa_logstd
+        (w1, b1), (w2, b2) = self.kappa_hidden_layer, self.kappa_logvar
         hidden = self._buffer("hidden", (S * batch, w1.shape[1]), h)
         torch.ops.aten.gelu_(torch.addmm(b1, zhat, w1, out=hidden))
-        spread = torch.addmm(b2, zhat, w2, out=self._buffer("spread", (S * batch, m), h))
-        spread.exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE).view(shape).mul_(self.true_draws)  # σ_κ ⊙ ξ
+        variance = torch.addmm(b2, zhat, w2, out=self._buffer("variance", (S * batch, m), h))
+        variance.exp_().clamp_(min=_MIN_VARIANCE, max=_MAX_VARIANCE)  # σ_κ²
 
+        # the logits given ẑ_s are Normal: mean at z = μ_κ(ẑ_s), variance Σ_j w_j² σ_κ,j²
         data_logits = torch.addmm(self.decoder_bias, h, self.decoder_data_w)  # (B, L), bias included
-        logits = self._buffer("logits", (S * batch, self.decoder_bias.shape[0]), h)
+        n_labels = self.decoder_bias.shape[0]
+        mean = self._buffer("mean", (S * batch, n_labels), h)
         if self.fold_kappa:
-            torch.mm(hidden, self.hidden_to_logits, out=logits)
+            torch.mm(hidden, self.hidden_to_logits, out=mean)
         else:
             z = self._buffer("z", (S * batch, m), h)
             torch.addmm(self.kappa_out[1], hidden, self.kappa_out[0], out=z)
-            torch.mm(z, self.decoder_latent_w, out=logits)
-        logits.addmm_(spread, self.decoder_latent_w)
-        return logits.view(S, batch, -1).add_(data_logits).sigmoid_().mean(0)
+            torch.mm(z, self.decoder_latent_w, out=mean)
+        mean.view(S, batch, -1).add_(data_logits)
+        logit_variance = torch.mm(variance, self.decoder_latent_w_sq, out=self._buffer("logit_variance", mean.shape, h))
+        return expected_sigmoid(mean, logit_variance).view(S, batch, -1).mean(0)
 
     def _buffer(
         self, name: str, shape: tuple[int, ...], like: torch.Tensor, dtype: torch.dtype | None = None

@@ -27,12 +27,17 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Distribution, Normal, StudentT
 
+from .montecarlo import (
+    expected_sigmoid,
+    monte_carlo_design,
+    normal_from_uniforms,
+    standard_student_t,
+    student_t_from_uniforms,
+)
+
 __all__ = [
     "LATENT_FAMILIES",
     "StandardizedMLPEncoder",
-    "standard_student_t",
-    "student_t_from_uniforms",
-    "normal_from_uniforms",
     "LabelEncoder",
     "ShiftEncoder",
     "TrueLatentEncoder",
@@ -47,42 +52,6 @@ LATENT_FAMILIES = ("student", "gauss", "learned")
 # log-variance cap of the encoders (as in the authors' model) and the smallest scale allowed
 _LOGVAR_MAX = 5.0
 _MIN_SCALE = 1e-4
-# the correction's uniforms stay inside (0, 1), where every inverse transform is finite
-_UNIFORM_EPS = 1e-7
-
-
-def student_t_from_uniforms(angle: torch.Tensor, radius: torch.Tensor, nu: torch.Tensor | float) -> torch.Tensor:
-    """Bailey's polar method: T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)) is exactly Student-t(ν) for
-    independent U₁ ~ U[0, 1), U₂ ~ U(0, 1] (``angle``, ``radius``); ``nu`` broadcasts against them.
-    U₂^(−2/ν) is computed as exp(−2/ν · log U₂), the same number, cheaper than pow on CPU."""
-    cosine = (angle * (2 * math.pi)).cos_()
-    return (radius.log() * (-2.0 / nu)).exp_().sub_(1.0).mul_(nu).sqrt_().mul_(cosine)
-
-
-def normal_from_uniforms(angle: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
-    """Box–Muller (Bailey's transform as ν → ∞): cos(2π U₁) · sqrt(−2 log U₂) is exactly Normal(0, 1)."""
-    cosine = (angle * (2 * math.pi)).cos_()
-    return radius.log().mul_(-2.0).sqrt_().mul_(cosine)
-
-
-def standard_normal_from_uniform(u: torch.Tensor) -> torch.Tensor:
-    """Φ⁻¹(u) = √2 erfinv(2u − 1): the Normal(0, 1) quantile of u in (0, 1)."""
-    return torch.special.erfinv(2.0 * u - 1.0).mul_(math.sqrt(2.0))
-
-
-def monte_carlo_design(n_samples: int, n_dims: int, generator: torch.Generator) -> torch.Tensor:
-    """S × D independent uniforms in (0, 1): the correction's common random numbers."""
-    u = torch.rand(n_samples, n_dims, generator=generator)
-    return u.clamp_(_UNIFORM_EPS, 1.0 - _UNIFORM_EPS)
-
-
-def standard_student_t(
-    shape: tuple[int, ...], nu: torch.Tensor, *, dtype: torch.dtype, device: torch.device
-) -> torch.Tensor:
-    """Standard Student-t(ν) draws of ``shape`` from torch's generator, by Bailey's polar method."""
-    angle = torch.rand(shape, dtype=dtype, device=device)
-    radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)  # in (0, 1]: no division by zero
-    return student_t_from_uniforms(angle, radius, nu)
 
 
 class FastStudentT(StudentT):
@@ -243,6 +212,13 @@ class LabelDecoder(nn.Module):
     def forward(self, data_embedding: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
         return self.out(self.norm(torch.cat([data_embedding, latent], dim=-1)))
 
+    def latent_weight(self) -> torch.Tensor:
+        """In eval mode the logits are linear in the latent: their weights on it (L, m), BatchNorm's
+        scale folded into the output layer."""
+        norm, columns = self.norm, slice(self.data_dim, None)
+        scale = norm.weight[columns] / torch.sqrt(norm.running_var[columns] + norm.eps)
+        return self.out.weight[:, columns] * scale
+
 
 @dataclass
 class LatentConfig:
@@ -300,7 +276,7 @@ class LatentShiftModel(nn.Module):
         # placeholder draws until fit calls draw_monte_carlo (deterministic, so a fresh model predicts)
         self.register_buffer(
             "monte_carlo_uniforms",
-            monte_carlo_design(n_samples, 3 * latent_dim + n_labels, torch.Generator().manual_seed(0)),
+            monte_carlo_design(n_samples, 2 * latent_dim + n_labels, torch.Generator().manual_seed(0)),
         )
 
     # -- the distributions of section 4 -------------------------------------------------------
@@ -341,11 +317,11 @@ class LatentShiftModel(nn.Module):
         u = self.monte_carlo_uniforms
         u.copy_(monte_carlo_design(u.shape[0], u.shape[1], generator))
 
-    def monte_carlo_draws(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The fixed uniforms, split: ẑ's angle and radius (S, m), z's (S, m), the labels' (S, L)."""
+    def monte_carlo_draws(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The fixed uniforms, split: ẑ's angle and radius (S, m), the labels' (S, L)."""
         m = self.shift_encoder.loc.out_features
         u = self.monte_carlo_uniforms
-        return u[:, :m], u[:, m : 2 * m], u[:, 2 * m : 3 * m], u[:, 3 * m :]
+        return u[:, :m], u[:, m : 2 * m], u[:, 2 * m :]
 
     def shift_standard_draws(
         self, angle: torch.Tensor, radius: torch.Tensor, df: torch.Tensor | None = None
@@ -358,18 +334,22 @@ class LatentShiftModel(nn.Module):
 
     @torch.no_grad()
     def correct(self, x: torch.Tensor, probs: torch.Tensor, *, feed: str = "probs") -> torch.Tensor:
-        """E[y | x, h] ≈ (1/S) Σ_s g_φ(x, z_s), z_s ~ q(z | ẑ_s), ẑ_s ~ q(ẑ | x, ŷ_s) (eq. 9).
+        """E[y | x, h] (eq. 9): Monte Carlo over ŷ and ẑ, with z | ẑ integrated exactly.
 
-        The draws are common random numbers: the S rows of ``monte_carlo_uniforms``, the same for
-        every input row, so a row's answer depends only on that row and the model (alone, in any
-        batch, in any order) and no random generator is read. ``feed``: ŷ_s = probs ("probs"), or a
-        Bernoulli draw of them per Monte-Carlo sample ("sample": ŷ_s = 1[u_s < probs]).
+        (1/S) Σ_s E_{z ~ q(z | ẑ_s)}[sigmoid(g_φ logits(x, z))] with ẑ_s ~ q(ẑ | x, ŷ_s). In eval mode the
+        logits are linear in z, so given ẑ_s each label's logit is Normal with mean at z = μ_κ(ẑ_s) and
+        variance Σ_j w_j² σ_κ,j²(ẑ_s), and :func:`~lsnpc.corrector.montecarlo.expected_sigmoid` takes
+        its expectation. The draws of ŷ and ẑ are common random numbers: the S rows of
+        ``monte_carlo_uniforms``, the same for every input row, so a row's answer depends only on that
+        row and the model (alone, in any batch, in any order) and no random generator is read.
+        ``feed``: ŷ_s = probs ("probs"), or a Bernoulli draw of them per Monte-Carlo sample ("sample":
+        ŷ_s = 1[u_s < probs]).
 
         The reference computation, module by module and in eval mode; prediction runs the same
         function folded (:class:`lsnpc.corrector.inference.FoldedCorrector`), tested equal to this.
         x (B, ...), probs (B, L); returns probabilities (B, L).
         """
-        angle, radius, true_u, label_u = self.monte_carlo_draws()
+        angle, radius, label_u = self.monte_carlo_draws()
         n_samples, batch, m = angle.shape[0], x.shape[0], angle.shape[1]
         h = self.data_encoder(x)
         h = h.expand(n_samples, *h.shape).reshape(n_samples * batch, -1)
@@ -384,8 +364,9 @@ class LatentShiftModel(nn.Module):
         )
         zhat = loc + scale * draws.reshape(-1, m)
         true_loc, true_scale = self.true_latent_encoder(zhat)
-        z = true_loc + true_scale * standard_normal_from_uniform(true_u)[:, None].expand(shape).reshape(-1, m)
-        return torch.sigmoid(self.label_logits(h, z)).view(n_samples, batch, -1).mean(0)
+        mean = self.label_logits(h, true_loc)
+        variance = true_scale.square() @ self.label_decoder.latent_weight().square().T
+        return expected_sigmoid(mean, variance).view(n_samples, batch, -1).mean(0)
 
 
 def clone_encoder(encoder: nn.Module) -> nn.Module:
