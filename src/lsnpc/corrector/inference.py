@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder
-from .montecarlo import expected_sigmoid, student_t_from_uniforms
+from .montecarlo import expected_sigmoid_into, student_t_from_uniforms
 
 __all__ = ["FoldedCorrector", "predict_corrected"]
 
@@ -135,6 +135,13 @@ class FoldedCorrector:
         self.decoder_latent_w = decoder_latent_w
         self._transpose_weights()
         self.decoder_latent_w_sq = self.decoder_latent_w.square()  # the logits' variance under z | ẑ
+        # the expected sigmoid reads the logits' mean divided by √2: fold that factor into their weights
+        half = math.sqrt(0.5)
+        self.decoder_data_w, self.decoder_bias = self.decoder_data_w * half, self.decoder_bias * half
+        if self.fold_kappa:
+            self.hidden_to_logits = self.hidden_to_logits * half
+        else:
+            self.decoder_latent_w = self.decoder_latent_w * half
 
         # the common random numbers, as standard draws (S, 1, ·) that broadcast over the rows
         angle, radius, label_uniforms = (u.clone().unsqueeze(1) for u in model.monte_carlo_draws())
@@ -203,7 +210,8 @@ class FoldedCorrector:
         variance = torch.addmm(b2, zhat, w2, out=self._buffer("variance", (S * batch, m), h))
         variance.exp_().clamp_(min=_MIN_VARIANCE, max=_MAX_VARIANCE)  # σ_κ²
 
-        # the logits given ẑ_s are Normal: mean at z = μ_κ(ẑ_s), variance Σ_j w_j² σ_κ,j²
+        # the logits given ẑ_s are Normal: mean at z = μ_κ(ẑ_s) (computed divided by √2, the weights
+        # were scaled at folding), variance Σ_j w_j² σ_κ,j²
         data_logits = torch.addmm(self.decoder_bias, h, self.decoder_data_w)  # (B, L), bias included
         n_labels = self.decoder_bias.shape[0]
         mean = self._buffer("mean", (S * batch, n_labels), h)
@@ -215,7 +223,10 @@ class FoldedCorrector:
             torch.mm(z, self.decoder_latent_w, out=mean)
         mean.view(S, batch, -1).add_(data_logits)
         logit_variance = torch.mm(variance, self.decoder_latent_w_sq, out=self._buffer("logit_variance", mean.shape, h))
-        return expected_sigmoid(mean, logit_variance).view(S, batch, -1).mean(0)
+        probs = expected_sigmoid_into(
+            mean, logit_variance, out=self._buffer("probs", mean.shape, h), work=self._buffer("work", mean.shape, h)
+        )
+        return probs.view(S, batch, -1).mean(0)
 
     def _buffer(
         self, name: str, shape: tuple[int, ...], like: torch.Tensor, dtype: torch.dtype | None = None

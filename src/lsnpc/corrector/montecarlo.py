@@ -24,6 +24,7 @@ __all__ = [
     "normal_from_uniforms",
     "monte_carlo_design",
     "expected_sigmoid",
+    "expected_sigmoid_into",
 ]
 
 # uniforms stay inside (0, 1), where every transform below is finite
@@ -71,7 +72,20 @@ def monte_carlo_design(n_samples: int, n_dims: int, generator: torch.Generator) 
 
 def expected_sigmoid(mean: torch.Tensor, variance: torch.Tensor) -> torch.Tensor:
     """E[sigmoid(X)] for X ~ Normal(mean, variance), elementwise, within 7.3e-7 (see _PROBIT_SCALES)."""
-    scales = torch.tensor(_PROBIT_SCALES, dtype=mean.dtype, device=mean.device)
-    weights = torch.tensor(_PROBIT_WEIGHTS, dtype=mean.dtype, device=mean.device)
-    shrink = torch.rsqrt(variance.unsqueeze(-1) * scales.square() + 1.0)
-    return torch.special.ndtr(shrink.mul_(mean.unsqueeze(-1) * scales)) @ weights
+    out = torch.empty_like(mean)
+    return expected_sigmoid_into(mean * math.sqrt(0.5), variance, out=out, work=torch.empty_like(out))
+
+
+def expected_sigmoid_into(
+    scaled_mean: torch.Tensor, variance: torch.Tensor, *, out: torch.Tensor, work: torch.Tensor
+) -> torch.Tensor:
+    """:func:`expected_sigmoid` of mean = √2 · ``scaled_mean``, written into ``out`` (``work``: scratch of
+    the same shape): Σ_k p_k Φ(λ_k a / sqrt(1 + λ_k² v)) = ½ + ½ Σ_k p_k erf((a/√2) / sqrt(v + 1/λ_k²)).
+    A loop over the five terms on arrays of the input's size (a trailing axis of five was slower)."""
+    for k, (scale, weight) in enumerate(zip(_PROBIT_SCALES, _PROBIT_WEIGHTS, strict=True)):
+        torch.add(variance, 1.0 / (scale * scale), out=work).rsqrt_().mul_(scaled_mean).erf_()
+        if k == 0:
+            torch.mul(work, weight, out=out)
+        else:
+            out.add_(work, alpha=weight)
+    return out.mul_(0.5).add_(0.5)
