@@ -58,9 +58,7 @@ def test_noisy_batch_step_equals_autograd(family, user_encoder, feed) -> None:
             loss.backward()
             torch.manual_seed(k)
             values = step(x, probs)
-            torch.testing.assert_close(
-                values, torch.tensor([parts.total, parts.reconstruction, parts.latent]), rtol=1e-5, atol=1e-6
-            )
+            assert values == pytest.approx((parts.total, parts.reconstruction, parts.latent), rel=1e-5, abs=1e-6)
             for (name, a), b in zip(reference.named_parameters(), manual.parameters(), strict=True):
                 if k == 0 or name not in noise_only:
                     torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)

@@ -13,7 +13,8 @@ standard draws of ẑ, then of z), so a seed gives the training autograd gives, 
 The ELBO terms use their closed-form derivatives. With ẑ = μ + σ ⊙ t (t the standard draw), the
 log q(ẑ | x, ŷ) term is log C − log σ − φ(t) and (ẑ − μ)/σ = t does not depend on the parameters: its
 gradient is −1/σ through σ alone. −log p(ẑ | z) = φ₀(ẑ − g_ψ(z)) + const with φ₀'(r) = (ν0 + 1) r / (ν0 + r²)
-for Student-t(ν0) and r for the Normal (GAUSS). KL(q(z | ẑ) ‖ N(0, I)) = ½ (s² + μ² − 1 − log s²).
+for Student-t(ν0) and r for the Normal (GAUSS). KL(q(z | ẑ) ‖ N(0, I)) = ½ (s² + μ² − 1 − log s²). The
+loss values for the history are assembled from a few sums (log σ is half the clamped log-variance).
 
 Covers the "student" and "gauss" families with LSNPC's own data encoder or a user's (whose backward
 autograd runs from the hand-made gradient of its output). Learned ν (whose Student-t draws need Gamma
@@ -23,7 +24,6 @@ variates to be differentiated in ν) and clean batches train through autograd.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -35,51 +35,84 @@ from .montecarlo import standard_student_t
 __all__ = ["NoisyBatchStep"]
 
 _Tape = tuple[torch.Tensor, ...]
+# σ = max(exp(½ min(v, cap)), σ_min) = exp(½ clamp(v, 2 log σ_min, cap)): one clamp, and its mask
+_LOGVAR_MIN = 2 * math.log(_MIN_SCALE)
 
 
-@dataclass
+def _grad(p: nn.Parameter) -> torch.Tensor:
+    if p.grad is None:
+        raise RuntimeError("NoisyBatchStep is built inside the FlatAdamW context (gradients are its views)")
+    return p.grad
+
+
+class _Linear:
+    """A Linear layer's tensors, held once: the hot loop then does no module attribute lookups."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        self.weight, self.bias = linear.weight.detach(), linear.bias.detach()
+        self.weight_t = self.weight.t()
+        self.grad_weight, self.grad_bias = _grad(linear.weight), _grad(linear.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(self.bias, x, self.weight_t)
+
+    def backward(self, x: torch.Tensor, grad: torch.Tensor) -> None:
+        """Write the gradients of y = x Wᵀ + b: ∂W = gradᵀ x, ∂b = Σ_batch grad."""
+        torch.mm(grad.t(), x, out=self.grad_weight)
+        torch.sum(grad, 0, out=self.grad_bias)
+
+
+class _Norm:
+    """A BatchNorm1d in training mode: batch statistics, running statistics updated as forward does."""
+
+    def __init__(self, norm: nn.BatchNorm1d) -> None:
+        if not norm.affine or norm.momentum is None or norm.running_mean is None:
+            raise TypeError("expected an affine BatchNorm1d with running statistics and a momentum")
+        self.weight, self.bias = norm.weight.detach(), norm.bias.detach()
+        self.running_mean, self.running_var = norm.running_mean, norm.running_var
+        self.momentum, self.eps = float(norm.momentum), float(norm.eps)
+        self.grad_weight, self.grad_bias = _grad(norm.weight), _grad(norm.bias)
+        self.counter = norm.num_batches_tracked
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return torch.native_batch_norm(
+            x, self.weight, self.bias, self.running_mean, self.running_var, True, self.momentum, self.eps
+        )
+
+    def backward(self, x: torch.Tensor, grad: torch.Tensor, mean: torch.Tensor, invstd: torch.Tensor) -> torch.Tensor:
+        """Write the gradients of the affine parameters; return the gradient of the input."""
+        grad_x = torch.empty_like(x)
+        torch.ops.aten.native_batch_norm_backward.out(
+            grad, x, self.weight, self.running_mean, self.running_var, mean, invstd, True, self.eps,
+            [True, True, True], out0=grad_x, out1=self.grad_weight, out2=self.grad_bias,
+        )
+        return grad_x
+
+
 class _Block:
-    """Linear → BatchNorm1d → GELU (→ Dropout) in training mode, as ``model._mlp`` builds it."""
+    """Linear → BatchNorm1d → GELU (→ Dropout), as ``model._mlp`` builds it, in training mode."""
 
-    linear: nn.Linear
-    norm: nn.BatchNorm1d
-    dropout: float
+    def __init__(self, linear: nn.Linear, norm: nn.BatchNorm1d, dropout: float) -> None:
+        self.linear, self.norm, self.keep = _Linear(linear), _Norm(norm), 1.0 - dropout
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, _Tape]:
-        pre = torch.addmm(self.linear.bias, x, self.linear.weight.t())
-        norm = self.norm
-        normed, mean, invstd = torch.native_batch_norm(
-            pre, norm.weight, norm.bias, norm.running_mean, norm.running_var, True, norm.momentum, norm.eps
-        )
+        pre = self.linear.forward(x)
+        normed, mean, invstd = self.norm.forward(pre)
         out = F.gelu(normed)
-        if self.dropout > 0:  # what F.dropout computes on the CPU: input * (Bernoulli(1 − p) / (1 − p))
-            keep = 1.0 - self.dropout
-            noise = torch.empty_like(out).bernoulli_(keep).div_(keep)
-            out.mul_(noise)
-            return out, (x, pre, normed, mean, invstd, noise)
-        return out, (x, pre, normed, mean, invstd)
+        if self.keep == 1.0:
+            return out, (x, pre, normed, mean, invstd)
+        # what F.dropout computes on the CPU: input * (Bernoulli(1 − p) / (1 − p))
+        noise = torch.empty_like(out).bernoulli_(self.keep).div_(self.keep)
+        return out.mul_(noise), (x, pre, normed, mean, invstd, noise)
 
     def backward(self, tape: _Tape, grad: torch.Tensor, *, input_grad: bool) -> torch.Tensor | None:
         """Write the block's parameter gradients; return the gradient of its input if asked."""
         x, pre, normed, mean, invstd = tape[:5]
         if len(tape) > 5:
             grad = grad * tape[5]
-        grad = torch.ops.aten.gelu_backward(grad, normed)
-        norm, linear = self.norm, self.linear
-        grad, grad_weight, grad_bias = torch.ops.aten.native_batch_norm_backward(
-            grad, pre, norm.weight, norm.running_mean, norm.running_var, mean, invstd, True, norm.eps,
-            [True, True, True],
-        )
-        norm.weight.grad.copy_(grad_weight)  # type: ignore[union-attr]
-        norm.bias.grad.copy_(grad_bias)  # type: ignore[union-attr]
-        _linear_backward(linear, x, grad)
-        return torch.mm(grad, linear.weight) if input_grad else None
-
-
-def _linear_backward(linear: nn.Linear, x: torch.Tensor, grad: torch.Tensor) -> None:
-    """Write the gradients of y = x Wᵀ + b: ∂W = gradᵀ x, ∂b = Σ_batch grad."""
-    torch.mm(grad.t(), x, out=linear.weight.grad)
-    torch.sum(grad, 0, out=linear.bias.grad)
+        grad = self.norm.backward(pre, torch.ops.aten.gelu_backward(grad, normed), mean, invstd)
+        self.linear.backward(x, grad)
+        return torch.mm(grad, self.linear.weight) if input_grad else None
 
 
 def _blocks(net: nn.Sequential) -> list[_Block]:
@@ -88,7 +121,7 @@ def _blocks(net: nn.Sequential) -> list[_Block]:
     while i < len(modules):
         linear, norm, act = modules[i : i + 3]
         if not (isinstance(linear, nn.Linear) and isinstance(norm, nn.BatchNorm1d) and type(act) is nn.GELU
-                and act.approximate == "none" and norm.affine and norm.momentum is not None):
+                and act.approximate == "none"):
             raise TypeError("expected Linear → BatchNorm1d → GELU blocks")
         i += 3
         dropout = 0.0
@@ -99,29 +132,12 @@ def _blocks(net: nn.Sequential) -> list[_Block]:
     return blocks
 
 
-def _norm_forward(norm: nn.BatchNorm1d, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return torch.native_batch_norm(
-        x, norm.weight, norm.bias, norm.running_mean, norm.running_var, True, norm.momentum, norm.eps
-    )
-
-
-def _norm_backward(
-    norm: nn.BatchNorm1d, grad: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, invstd: torch.Tensor
-) -> torch.Tensor:
-    grad, grad_weight, grad_bias = torch.ops.aten.native_batch_norm_backward(
-        grad, x, norm.weight, norm.running_mean, norm.running_var, mean, invstd, True, norm.eps, [True, True, True]
-    )
-    norm.weight.grad.copy_(grad_weight)  # type: ignore[union-attr]
-    norm.bias.grad.copy_(grad_bias)  # type: ignore[union-attr]
-    return grad
-
-
-def _bounded_scale(logvar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """σ = max(exp(½ min(log σ², cap)), σ_min) as the model computes it, and where it is not clamped
-    (the only places its derivative is non-zero)."""
-    raw = torch.exp(0.5 * logvar.clamp(max=_LOGVAR_MAX))
-    free = (logvar <= _LOGVAR_MAX) & (raw >= _MIN_SCALE)
-    return raw.clamp_(min=_MIN_SCALE), free
+def _bounded_scale(logvar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """σ = max(exp(½ min(log σ², cap)), σ_min) as the model computes it; the clamped log-variance
+    (= log σ²); and where σ is not clamped (the only places its derivative is non-zero)."""
+    clamped = logvar.clamp(_LOGVAR_MIN, _LOGVAR_MAX)
+    free = clamped == logvar
+    return (clamped * 0.5).exp_(), clamped, free
 
 
 def _bounded_scale_backward(grad_scale: torch.Tensor, scale: torch.Tensor, free: torch.Tensor) -> torch.Tensor:
@@ -145,18 +161,22 @@ class NoisyBatchStep:
         encoder = model.data_encoder
         self.data_blocks = _blocks(encoder.net) if isinstance(encoder, StandardizedMLPEncoder) else None
         self.label_blocks = _blocks(model.label_encoder.net)
-        kappa = model.true_latent_encoder
-        self.kappa_hidden, self.kappa_out = kappa.loc[0], kappa.loc[2]
+        shift, kappa, decoder = model.shift_encoder, model.true_latent_encoder, model.label_decoder
         psi = model.shift_decoder.net
-        self.psi_layers = [psi[0], psi[2], psi[4]]
-        if not (isinstance(kappa.loc[1], nn.GELU) and isinstance(psi[1], nn.GELU) and isinstance(psi[3], nn.GELU)):
+        if not all(type(m) is nn.GELU for m in (kappa.loc[1], psi[1], psi[3])):
             raise TypeError("expected GELU between the layers of μ_κ and g_ψ")
-        blocks = self.label_blocks + (self.data_blocks or [])
-        norms = [b.norm for b in blocks] + [model.shift_encoder.norm, model.label_decoder.norm]
-        self.batch_counters = [n.num_batches_tracked for n in norms]  # what BatchNorm1d.forward counts
-        nu, nu0 = float(model.nu), float(model.nu0)
-        self.nu, self.nu0 = nu, nu0
+        self.shift_norm, self.shift_loc, self.shift_logvar = _Norm(shift.norm), _Linear(shift.loc), _Linear(shift.logvar)
+        self.kappa_hidden, self.kappa_out = _Linear(kappa.loc[0]), _Linear(kappa.loc[2])
+        self.kappa_logvar = _Linear(kappa.logvar)
+        self.decoder_norm, self.decoder_out = _Norm(decoder.norm), _Linear(decoder.out)
+        self.psi = [_Linear(psi[0]), _Linear(psi[2]), _Linear(psi[4])]
+        norms = [b.norm for b in self.label_blocks + (self.data_blocks or [])] + [self.shift_norm, self.decoder_norm]
+        self.batch_counters = [n.counter for n in norms]  # what BatchNorm1d.forward counts
+        self.nu, self.nu0 = float(model.nu), float(model.nu0)
+        self._nu_tensor = model.nu
+        self._one = torch.ones((), dtype=model.nu.dtype, device=model.nu.device)
         if self.student:  # log of the Student-t normalising constants
+            nu, nu0 = self.nu, self.nu0
             self.log_c = math.lgamma(0.5 * (nu + 1)) - math.lgamma(0.5 * nu) - 0.5 * math.log(nu * math.pi)
             self.log_c0 = math.lgamma(0.5 * (nu0 + 1)) - math.lgamma(0.5 * nu0) - 0.5 * math.log(nu0 * math.pi)
         else:
@@ -166,33 +186,30 @@ class NoisyBatchStep:
     def supports(model: LatentShiftModel) -> bool:
         return model.latent.family in ("student", "gauss")
 
-    def __call__(self, x: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, probs: torch.Tensor) -> tuple[float, float, float]:
         """Write the gradient of the batch's loss into the parameters' ``.grad``; update BatchNorm's
         running statistics as a forward pass does. x (B, ...) features, probs (B, L) base probabilities.
-        Returns the detached (total, reconstruction, latent) as a (3,) tensor."""
-        model = self.model
+        Returns the (total, reconstruction, latent) loss values."""
+        encoder = self.model.data_encoder
+        user_h = None
         with torch.no_grad():
             torch._foreach_add_(self.batch_counters, 1)
-            encoder = model.data_encoder
             data_tapes: list[_Tape] = []
             if self.data_blocks is not None:
                 h = (x - encoder.mean) / encoder.scale
                 for block in self.data_blocks:
                     h, tape = block.forward(h)
                     data_tapes.append(tape)
-                user_h = None
             else:
                 with torch.enable_grad():
                     user_h = encoder(x)
                 h = user_h.detach()
             noisy = torch.bernoulli(probs) if self.sample_feed else probs
-            e = noisy
-            label_tapes = []
+            e, label_tapes = noisy, []
             for block in self.label_blocks:
                 e, tape = block.forward(e)
                 label_tapes.append(tape)
-            grads_h, values = self._latent_terms(h, e, noisy)
-            grad_h, grad_e = grads_h
+            grad_h, grad_e, values = self._latent_terms(h, e, noisy)
             for block, tape in zip(reversed(self.label_blocks), reversed(label_tapes), strict=True):
                 grad_e = block.backward(tape, grad_e, input_grad=block is not self.label_blocks[0])
             if self.data_blocks is not None:
@@ -200,101 +217,103 @@ class NoisyBatchStep:
                     grad_h = block.backward(tape, grad_h, input_grad=block is not self.data_blocks[0])
         if user_h is not None:
             for p in encoder.parameters():
-                p.grad.zero_()  # type: ignore[union-attr]
+                _grad(p).zero_()
             user_h.backward(grad_h)
         return values
 
     def _latent_terms(
         self, h: torch.Tensor, e: torch.Tensor, noisy: torch.Tensor
-    ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """From the data embedding h (B, H) and label embedding e (B, E): the loss and the gradients of
-        h and e, the latent networks' gradients written on the way."""
-        model = self.model
-        batch, width = h.shape
-        shift = model.shift_encoder
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[float, float, float]]:
+        """From the data embedding h (B, H) and label embedding e (B, E): the gradients of h and e and the
+        loss values, the latent networks' gradients written on the way."""
+        width = h.shape[1]
         joint = torch.cat([h, e], 1)
-        features, shift_mean, shift_invstd = _norm_forward(shift.norm, joint)
-        loc = torch.addmm(shift.loc.bias, features, shift.loc.weight.t())
-        logvar = torch.addmm(shift.logvar.bias, features, shift.logvar.weight.t())
-        scale, scale_free = _bounded_scale(logvar)
-        shape, dtype, device = tuple(loc.shape), loc.dtype, loc.device
+        features, shift_mean, shift_invstd = self.shift_norm.forward(joint)
+        loc = self.shift_loc.forward(features)
+        scale, log_var, scale_free = _bounded_scale(self.shift_logvar.forward(features))
         if self.student:
-            draws = standard_student_t(shape, model.nu, dtype=dtype, device=device)
+            draws = standard_student_t(tuple(loc.shape), self._nu_tensor, dtype=loc.dtype, device=loc.device)
         else:
-            draws = torch.empty(shape, dtype=dtype, device=device).normal_()
-        zhat = loc + scale * draws
+            draws = torch.empty_like(loc).normal_()
+        zhat = torch.addcmul(loc, scale, draws)
 
-        kappa = model.true_latent_encoder
-        kappa_pre = torch.addmm(self.kappa_hidden.bias, zhat, self.kappa_hidden.weight.t())
+        kappa_pre = self.kappa_hidden.forward(zhat)
         kappa_hidden = F.gelu(kappa_pre)
-        kappa_loc = torch.addmm(self.kappa_out.bias, kappa_hidden, self.kappa_out.weight.t())
-        kappa_logvar = torch.addmm(kappa.logvar.bias, zhat, kappa.logvar.weight.t())
-        kappa_scale, kappa_free = _bounded_scale(kappa_logvar)
+        kappa_loc = self.kappa_out.forward(kappa_hidden)
+        kappa_scale, kappa_log_var, kappa_free = _bounded_scale(self.kappa_logvar.forward(zhat))
         true_draws = torch.empty_like(kappa_loc).normal_()
-        z = kappa_loc + true_draws * kappa_scale
+        z = torch.addcmul(kappa_loc, true_draws, kappa_scale)
 
-        decoder = model.label_decoder
         decoder_in = torch.cat([h, zhat], 1)
-        decoder_features, decoder_mean, decoder_invstd = _norm_forward(decoder.norm, decoder_in)
-        logits = torch.addmm(decoder.out.bias, decoder_features, decoder.out.weight.t())
+        decoder_features, decoder_mean, decoder_invstd = self.decoder_norm.forward(decoder_in)
+        logits = self.decoder_out.forward(decoder_features)
 
-        psi = self.psi_layers
-        psi_pre1 = torch.addmm(psi[0].bias, z, psi[0].weight.t())
+        psi = self.psi
+        psi_pre1 = psi[0].forward(z)
         psi_hidden1 = F.gelu(psi_pre1)
-        psi_pre2 = torch.addmm(psi[1].bias, psi_hidden1, psi[1].weight.t())
+        psi_pre2 = psi[1].forward(psi_hidden1)
         psi_hidden2 = F.gelu(psi_pre2)
-        residual = zhat - torch.addmm(psi[2].bias, psi_hidden2, psi[2].weight.t())  # ẑ − g_ψ(z)
+        residual = zhat - psi[2].forward(psi_hidden2)  # ẑ − g_ψ(z)
+        residual_sq = residual * residual
 
-        # values: E[log q(ẑ) − log p(ẑ | z)] and KL(q(z | ẑ) ‖ N(0, I)), each a mean over (B, m)
-        kappa_var = kappa_scale * kappa_scale
-        kl = (kappa_var + kappa_loc * kappa_loc).sub_(1.0).sub_(torch.log(kappa_var)).mul_(0.5)
-        if self.student:
-            log_q_tail = torch.log1p(draws * draws / self.nu).mul_(0.5 * (self.nu + 1))
-            neg_log_p = torch.log1p(residual * residual / self.nu0).mul_(0.5 * (self.nu0 + 1))
-        else:
-            log_q_tail = 0.5 * draws * draws
-            neg_log_p = 0.5 * residual * residual
-        shift_term = (neg_log_p - log_q_tail - torch.log(scale)).mean() + (self.log_c - self.log_c0)
-        latent = shift_term + kl.mean()
-        recon = F.binary_cross_entropy_with_logits(logits, noisy)
-        total = recon + self.beta * latent
+        # the loss: reconstruction + β (mean of log q(ẑ) − log p(ẑ | z) + mean KL), from sums
+        if self.student:  # φ(t) = (ν+1)/2 log1p(t²/ν) and φ₀ alike
+            tail_q = (draws * draws).div_(self.nu).log1p_().sum()
+            tail_p = torch.div(residual_sq, self.nu0).log1p_().sum()
+            tail_q_weight, tail_p_weight = 0.5 * (self.nu + 1), 0.5 * (self.nu0 + 1)
+        else:  # φ(t) = t²/2
+            flat_draws = draws.view(-1)
+            tail_q, tail_p = torch.dot(flat_draws, flat_draws), residual_sq.sum()
+            tail_q_weight = tail_p_weight = 0.5
+        flat_loc, flat_scale = kappa_loc.view(-1), kappa_scale.view(-1)
+        sums = torch.stack([
+            F.binary_cross_entropy_with_logits(logits, noisy), tail_q, tail_p, log_var.sum(),
+            torch.dot(flat_loc, flat_loc), torch.dot(flat_scale, flat_scale), kappa_log_var.sum(),
+        ]).tolist()
+        recon, tail_q_sum, tail_p_sum, log_var_sum, loc_sq_sum, scale_sq_sum, kappa_log_var_sum = sums
+        n = kappa_loc.numel()
+        shift_term = self.log_c - self.log_c0 + (
+            tail_p_weight * tail_p_sum - tail_q_weight * tail_q_sum - 0.5 * log_var_sum
+        ) / n
+        kl = 0.5 * (scale_sq_sum + loc_sq_sum - n - kappa_log_var_sum) / n
+        latent = shift_term + kl
+        values = (recon + self.beta * latent, recon, latent)
 
         # gradients, from the loss back to h and e
-        weight = self.beta / kl.numel()  # d(β · mean over B·m) per element
+        weight = self.beta / n  # d(β · mean over B·m) per element
         grad_logits = torch.sigmoid(logits).sub_(noisy).div_(logits.numel())
-        _linear_backward(decoder.out, decoder_features, grad_logits)
-        grad_decoder_in = _norm_backward(
-            decoder.norm, torch.mm(grad_logits, decoder.out.weight), decoder_in, decoder_mean, decoder_invstd
+        self.decoder_out.backward(decoder_features, grad_logits)
+        grad_decoder_in = self.decoder_norm.backward(
+            decoder_in, torch.mm(grad_logits, self.decoder_out.weight), decoder_mean, decoder_invstd
         )
-        if self.student:  # ∂ −log p / ∂ residual
-            grad_residual = residual * ((self.nu0 + 1) * weight) / (residual * residual + self.nu0)
+        # g_ψ's output enters the loss as −residual: its gradient is −∂(−log p)/∂ residual
+        if self.student:
+            grad_psi = torch.div(residual, residual_sq.add_(self.nu0)).mul_(-(self.nu0 + 1) * weight)
         else:
-            grad_residual = residual * weight
-        # g_ψ, fed z: its output enters with the sign of −residual
-        grad_out = -grad_residual
-        _linear_backward(psi[2], psi_hidden2, grad_out)
-        grad_pre = torch.ops.aten.gelu_backward(torch.mm(grad_out, psi[2].weight), psi_pre2)
-        _linear_backward(psi[1], psi_hidden1, grad_pre)
+            grad_psi = residual * -weight
+        psi[2].backward(psi_hidden2, grad_psi)
+        grad_pre = torch.ops.aten.gelu_backward(torch.mm(grad_psi, psi[2].weight), psi_pre2)
+        psi[1].backward(psi_hidden1, grad_pre)
         grad_pre = torch.ops.aten.gelu_backward(torch.mm(grad_pre, psi[1].weight), psi_pre1)
-        _linear_backward(psi[0], z, grad_pre)
+        psi[0].backward(z, grad_pre)
         grad_z = torch.mm(grad_pre, psi[0].weight)
         # z = μ_κ + σ_κ ⊙ ξ, plus the KL's own derivatives ∂/∂μ = μ, ∂/∂s = s − 1/s
         grad_kappa_loc = torch.add(grad_z, kappa_loc, alpha=weight)
-        grad_kappa_scale = (grad_z * true_draws).add_(kappa_scale - 1.0 / kappa_scale, alpha=weight)
+        one = self._one
+        grad_kappa_scale = (grad_z * true_draws).add_(torch.addcdiv(kappa_scale, one, kappa_scale, value=-1.0), alpha=weight)
         grad_kappa_logvar = _bounded_scale_backward(grad_kappa_scale, kappa_scale, kappa_free)
-        _linear_backward(self.kappa_out, kappa_hidden, grad_kappa_loc)
+        self.kappa_out.backward(kappa_hidden, grad_kappa_loc)
         grad_kappa_pre = torch.ops.aten.gelu_backward(torch.mm(grad_kappa_loc, self.kappa_out.weight), kappa_pre)
-        _linear_backward(self.kappa_hidden, zhat, grad_kappa_pre)
-        _linear_backward(kappa.logvar, zhat, grad_kappa_logvar)
-        grad_zhat = torch.add(grad_decoder_in[:, width:], grad_residual)
-        grad_zhat.addmm_(grad_kappa_pre, self.kappa_hidden.weight).addmm_(grad_kappa_logvar, kappa.logvar.weight)
+        self.kappa_hidden.backward(zhat, grad_kappa_pre)
+        self.kappa_logvar.backward(zhat, grad_kappa_logvar)
+        grad_zhat = torch.sub(grad_decoder_in[:, width:], grad_psi)
+        grad_zhat.addmm_(grad_kappa_pre, self.kappa_hidden.weight).addmm_(grad_kappa_logvar, self.kappa_logvar.weight)
         # ẑ = μ + σ ⊙ t; the log q term adds −β/σ (per element, weighted) to σ's gradient
-        grad_scale = (grad_zhat * draws).sub_(weight / scale)
+        grad_scale = torch.addcdiv(grad_zhat * draws, one, scale, value=-weight)
         grad_logvar = _bounded_scale_backward(grad_scale, scale, scale_free)
-        _linear_backward(shift.loc, features, grad_zhat)
-        _linear_backward(shift.logvar, features, grad_logvar)
-        grad_features = torch.mm(grad_zhat, shift.loc.weight).addmm_(grad_logvar, shift.logvar.weight)
-        grad_joint = _norm_backward(shift.norm, grad_features, joint, shift_mean, shift_invstd)
-        grad_h = grad_joint[:, :width] + grad_decoder_in[:, :width]
-        values = torch.stack([total, recon, latent])
-        return (grad_h, grad_joint[:, width:]), values
+        self.shift_loc.backward(features, grad_zhat)
+        self.shift_logvar.backward(features, grad_logvar)
+        grad_features = torch.mm(grad_zhat, self.shift_loc.weight).addmm_(grad_logvar, self.shift_logvar.weight)
+        grad_joint = self.shift_norm.backward(joint, grad_features, shift_mean, shift_invstd)
+        grad_h = torch.add(grad_joint[:, :width], grad_decoder_in[:, :width])
+        return grad_h, grad_joint[:, width:], values

@@ -250,7 +250,7 @@ def train_latent_shift_model(
                 if noisy_step is not None:
                     values = noisy_step(X.index_select(0, idx), P.index_select(0, idx))
                     optimizer.apply(lr=lr_now(epoch), clip=_NOISY_CLIP)
-                    sums += values.tolist()
+                    sums += values
                 else:
                     h = model.data_encoder(X[idx])
                     loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
