@@ -5,11 +5,11 @@ numbers: a Latin-hypercube design of uniforms fixed at fit (:func:`monte_carlo_d
 standard draws by exact transforms (:func:`student_t_from_uniforms`, :func:`normal_from_uniforms`), the
 same for every row; the Gaussian step z | ẑ is integrated in closed form (:func:`expected_sigmoid`).
 
-Measured on scene and yeast (30% symmetric noise, default LSNPC with a validation triple; README
-"Speed"): with 5 independent draws per row a row's corrected probability was off the 2,000-draw answer
-by 0.024–0.028 (root mean square) and 1.7–1.9% of the 0/1 decisions at 0.5 differed from it; most
-of that came from the Normal draw of z, which integrating it out removes, and stratifying the rest
-halves again: 0.006 and 0.3% at the same 5 samples, better than 32 independent draws.
+Measured on scene and yeast (benchmarks/bench_monte_carlo.py: 30% symmetric noise, default LSNPC
+with a validation triple): with 5 independent draws of ẑ and z per row, a row's corrected probability
+was 0.021–0.022 (root mean square) from the many-sample answer and 1.3–2.4% of the 0/1 decisions at
+0.5 differed from it; this estimator, at the same 5 samples and about the same cost, is 0.004 from it
+and 0.26–0.38% of the decisions differ (better than 20 independent draws: 0.011, 0.7–1.2%).
 """
 
 from __future__ import annotations
