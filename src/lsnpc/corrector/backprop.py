@@ -176,7 +176,6 @@ class NoisyBatchStep:
         norms = [b.norm for b in self.label_blocks + (self.data_blocks or [])] + [self.shift_norm, self.decoder_norm]
         self.batch_counters = [n.counter for n in norms]  # what BatchNorm1d.forward counts
         self.nu, self.nu0 = float(model.nu), float(model.nu0)
-        self._nu_tensor = model.nu
         self._one = torch.ones((), dtype=model.nu.dtype, device=model.nu.device)
         if self.student:  # log of the Student-t normalising constants
             nu, nu0 = self.nu, self.nu0
@@ -237,7 +236,7 @@ class NoisyBatchStep:
         loc = self.shift_loc.forward(features)
         scale, log_var, scale_free = _bounded_scale(self.shift_logvar.forward(features))
         if self.student:
-            draws = standard_student_t(tuple(loc.shape), self._nu_tensor, dtype=loc.dtype, device=loc.device)
+            draws = standard_student_t(tuple(loc.shape), self.nu, dtype=loc.dtype, device=loc.device)
         else:
             draws = torch.empty_like(loc).normal_()
         zhat = torch.addcmul(loc, scale, draws)

@@ -53,7 +53,7 @@ def normal_from_uniforms(angle: torch.Tensor, radius: torch.Tensor) -> torch.Ten
 
 
 def standard_student_t(
-    shape: tuple[int, ...], nu: torch.Tensor, *, dtype: torch.dtype, device: torch.device
+    shape: tuple[int, ...], nu: torch.Tensor | float, *, dtype: torch.dtype, device: torch.device
 ) -> torch.Tensor:
     """Standard Student-t(ν) draws of ``shape`` from torch's generator, by Bailey's polar method."""
     angle = torch.rand(shape, dtype=dtype, device=device)
