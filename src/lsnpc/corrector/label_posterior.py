@@ -135,6 +135,6 @@ def label_correction(
     anchor_weight: float = 0.5,
 ) -> np.ndarray:
     """The suggested labels (n, L) 0/1: :func:`swap_relabel` with the prior and channel of
-    :func:`label_posterior`."""
+    :func:`label_posterior` (same arguments)."""
     transition = swap_transition(pred_probs, noise_rate=noise_rate, anchor_weight=anchor_weight)
     return swap_relabel(labels, combine_priors(pred_probs, corrected), transition)
