@@ -22,7 +22,7 @@ from lsnpc.noise import simulate_noise, transition_matrix
 from tests.conftest import make_toy_multilabel
 
 REPO = Path(__file__).resolve().parents[1]
-FAST = {"epochs": 3, "n_threads": 1}
+FAST = {"epochs": 3, "warm_start": False, "n_threads": 1}
 
 
 # ----------------------------------------------------------------------------- label formats

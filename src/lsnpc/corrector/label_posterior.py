@@ -41,7 +41,7 @@ def anchor_transition(pred_probs: np.ndarray, quantile: float = 0.97) -> np.ndar
     A row almost surely of class k is predicted, by a model trained on noisy labels, as p(ŷ | y = k):
     row k of the transition matrix (Patrini et al., 2017, anchor points). Rows are normalised to sum 1.
     """
-    n, n_labels = pred_probs.shape
+    n_labels = pred_probs.shape[1]
     T = np.empty((n_labels, n_labels))
     cut = np.quantile(pred_probs, quantile, axis=0)
     for k in range(n_labels):
