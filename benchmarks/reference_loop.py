@@ -4,7 +4,8 @@
 ``torch.distributions.StudentT`` / ``Normal`` with their default argument validation,
 ``clip_grad_norm_`` (2, as on their noisy batches), cosine annealing stepped per epoch, a fresh
 Bernoulli sample of the base probabilities as ŷ in every batch, and the loss of
-../shared/REFERENCE_NOTES.md: BCE(g_φ(x, ẑ), ŷ) + β (log q(ẑ | x, ŷ) − log p(ẑ | z) + KL(q(z | ẑ) ‖ N(0, I))).
+../shared/REFERENCE_NOTES.md: BCE(g_φ(x, ẑ), ŷ) + β (log q(ẑ | x, ŷ) − log p(ẑ | z)
++ KL(q(z | ẑ) ‖ N(0, I))).
 It trains the same networks as :class:`lsnpc.LSNPC` (``build_model``), so the two differ only in how a
 step is computed. Used by ``bench_corrector.py``, which reports our speed as a ratio against it.
 """

@@ -300,7 +300,8 @@ def test_integrating_z_equals_averaging_over_its_draws() -> None:
         true_loc, true_scale = model.true_latent_encoder(zhat)
         g = torch.Generator().manual_seed(0)
         xi = torch.randn((20_000, *true_loc.shape), generator=g)
-        logits = model.label_logits(h.expand(20_000, 2, 4, 8).reshape(-1, 8), (true_loc + true_scale * xi).reshape(-1, 4))
+        z = (true_loc + true_scale * xi).reshape(-1, 4)
+        logits = model.label_logits(h.expand(20_000, 2, 4, 8).reshape(-1, 8), z)
         draws = torch.sigmoid(logits).view(20_000, 2, 4, 3).mean(1)  # average over S
     torch.testing.assert_close(draws.mean(0), closed_form, rtol=0, atol=4 * float(draws.std(0).max()) / 140)
 

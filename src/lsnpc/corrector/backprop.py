@@ -12,8 +12,8 @@ standard draws of ẑ, then of z), so a seed gives the training autograd gives, 
 
 The ELBO terms use their closed-form derivatives. With ẑ = μ + σ ⊙ t (t the standard draw), the
 log q(ẑ | x, ŷ) term is log C − log σ − φ(t) and (ẑ − μ)/σ = t does not depend on the parameters: its
-gradient is −1/σ through σ alone. −log p(ẑ | z) = φ₀(ẑ − g_ψ(z)) + const with φ₀'(r) = (ν0 + 1) r / (ν0 + r²)
-for Student-t(ν0) and r for the Normal (GAUSS). KL(q(z | ẑ) ‖ N(0, I)) = ½ (s² + μ² − 1 − log s²). The
+gradient is −1/σ through σ alone. −log p(ẑ | z) = φ₀(ẑ − g_ψ(z)) + const with
+φ₀'(r) = (ν0 + 1) r / (ν0 + r²) for Student-t(ν0) and r for the Normal (GAUSS). KL(q(z | ẑ) ‖ N(0, I)) = ½ (s² + μ² − 1 − log s²). The
 loss values for the history are assembled from a few sums (log σ is half the clamped log-variance).
 
 Covers the "student" and "gauss" families on the CPU with LSNPC's own data encoder or a user's (whose
@@ -132,6 +132,11 @@ def _blocks(net: nn.Sequential) -> list[_Block]:
     return blocks
 
 
+def _student_log_constant(nu: float) -> float:
+    """log of Student-t(ν)'s normalising constant Γ((ν+1)/2) / (Γ(ν/2) sqrt(νπ))."""
+    return math.lgamma(0.5 * (nu + 1)) - math.lgamma(0.5 * nu) - 0.5 * math.log(nu * math.pi)
+
+
 def _bounded_scale(logvar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """σ = max(exp(½ min(log σ², cap)), σ_min) as the model computes it; the clamped log-variance
     (= log σ²); and where σ is not clamped (the only places its derivative is non-zero)."""
@@ -168,7 +173,8 @@ class NoisyBatchStep:
         psi = model.shift_decoder.net
         if not all(type(m) is nn.GELU for m in (kappa.loc[1], psi[1], psi[3])):
             raise TypeError("expected GELU between the layers of μ_κ and g_ψ")
-        self.shift_norm, self.shift_loc, self.shift_logvar = _Norm(shift.norm), _Linear(shift.loc), _Linear(shift.logvar)
+        self.shift_norm = _Norm(shift.norm)
+        self.shift_loc, self.shift_logvar = _Linear(shift.loc), _Linear(shift.logvar)
         self.kappa_hidden, self.kappa_out = _Linear(kappa.loc[0]), _Linear(kappa.loc[2])
         self.kappa_logvar = _Linear(kappa.logvar)
         self.decoder_norm, self.decoder_out = _Norm(decoder.norm), _Linear(decoder.out)
@@ -177,12 +183,10 @@ class NoisyBatchStep:
         self.batch_counters = [n.counter for n in norms]  # what BatchNorm1d.forward counts
         self.nu, self.nu0 = float(model.nu), float(model.nu0)
         self._one = torch.ones((), dtype=model.nu.dtype, device=model.nu.device)
-        if self.student:  # log of the Student-t normalising constants
-            nu, nu0 = self.nu, self.nu0
-            self.log_c = math.lgamma(0.5 * (nu + 1)) - math.lgamma(0.5 * nu) - 0.5 * math.log(nu * math.pi)
-            self.log_c0 = math.lgamma(0.5 * (nu0 + 1)) - math.lgamma(0.5 * nu0) - 0.5 * math.log(nu0 * math.pi)
+        if self.student:
+            self.log_c, self.log_c0 = _student_log_constant(self.nu), _student_log_constant(self.nu0)
         else:
-            self.log_c = self.log_c0 = -0.5 * math.log(2 * math.pi)
+            self.log_c = self.log_c0 = -0.5 * math.log(2 * math.pi)  # the Normal's
 
     @staticmethod
     def supports(model: LatentShiftModel) -> bool:
@@ -304,7 +308,8 @@ class NoisyBatchStep:
         # z = μ_κ + σ_κ ⊙ ξ, plus the KL's own derivatives ∂/∂μ = μ, ∂/∂s = s − 1/s
         grad_kappa_loc = torch.add(grad_z, kappa_loc, alpha=weight)
         one = self._one
-        grad_kappa_scale = (grad_z * true_draws).add_(torch.addcdiv(kappa_scale, one, kappa_scale, value=-1.0), alpha=weight)
+        kl_grad_scale = torch.addcdiv(kappa_scale, one, kappa_scale, value=-1.0)  # s − 1/s
+        grad_kappa_scale = (grad_z * true_draws).add_(kl_grad_scale, alpha=weight)
         grad_kappa_logvar = _bounded_scale_backward(grad_kappa_scale, kappa_scale, kappa_free)
         self.kappa_out.backward(kappa_hidden, grad_kappa_loc)
         grad_kappa_pre = torch.ops.aten.gelu_backward(torch.mm(grad_kappa_loc, self.kappa_out.weight), kappa_pre)

@@ -186,9 +186,11 @@ class FoldedCorrector:
             h = self.data_encoder(x)  # type: ignore[misc]
         n_heads = self.shift_bias.shape[0]
         if feed == "sample":  # ŷ_s = 1[u_s < p] per Monte-Carlo sample: the label side runs S times
-            noisy = torch.lt(self.label_uniforms, probs, out=self._buffer("noisy", (S, batch, probs.shape[1]), probs, torch.bool))
+            noisy = self._buffer("noisy", (S, batch, probs.shape[1]), probs, torch.bool)
+            torch.lt(self.label_uniforms, probs, out=noisy)
             e = self._gelu_mlp(noisy.view(S * batch, -1).to(probs.dtype), self.label_layers, "label")
-            heads = torch.mm(e, self.shift_label_w, out=self._buffer("heads", (S * batch, n_heads), h)).view(S, batch, -1)
+            heads = self._buffer("heads", (S * batch, n_heads), h)
+            heads = torch.mm(e, self.shift_label_w, out=heads).view(S, batch, -1)
             heads.add_(torch.addmm(self.shift_bias, h, self.shift_data_w))
         else:
             e = self._gelu_mlp(probs, self.label_layers, "label")

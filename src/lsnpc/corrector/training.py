@@ -240,8 +240,10 @@ def train_latent_shift_model(
 
     model.train()
     with optimizer:
-        # the noisy-batch gradient by hand where it is written out (student, gauss), else autograd
-        noisy_step = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed) if NoisyBatchStep.supports(model) else None
+        # the noisy-batch gradient by hand where it is written out (student, gauss on the CPU), else autograd
+        noisy_step = None
+        if NoisyBatchStep.supports(model):
+            noisy_step = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed)
         for epoch in range(1, epochs + 1):
             started = time.perf_counter()
             sums = np.zeros(3)
