@@ -224,11 +224,12 @@ class FoldedCorrector:
             torch.addmm(self.kappa_out[1], hidden, self.kappa_out[0], out=z)
             torch.mm(z, self.decoder_latent_w, out=mean)
         mean.view(S, batch, -1).add_(data_logits)
-        logit_variance = torch.mm(variance, self.decoder_latent_w_sq, out=self._buffer("logit_variance", mean.shape, h))
-        probs = expected_sigmoid_into(
-            mean, logit_variance, out=self._buffer("probs", mean.shape, h), work=self._buffer("work", mean.shape, h)
+        logit_variance = self._buffer("logit_variance", mean.shape, h)
+        torch.mm(variance, self.decoder_latent_w_sq, out=logit_variance)
+        expected = expected_sigmoid_into(
+            mean, logit_variance, out=self._buffer("expected", mean.shape, h), work=self._buffer("work", mean.shape, h)
         )
-        return probs.view(S, batch, -1).mean(0)
+        return expected.view(S, batch, -1).mean(0)
 
     def _buffer(
         self, name: str, shape: tuple[int, ...], like: torch.Tensor, dtype: torch.dtype | None = None
