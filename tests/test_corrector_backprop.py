@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -11,7 +12,7 @@ from torch import nn
 from lsnpc.corrector.backprop import NoisyBatchStep
 from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
 from lsnpc.corrector.objective import unsupervised_loss
-from lsnpc.corrector.training import FlatAdamW, _feed
+from lsnpc.corrector.training import FlatAdamW, _aten_kernels, _feed
 
 
 def _model(family: str, user_encoder: bool) -> LatentShiftModel:
@@ -43,7 +44,8 @@ def _pre_norm_biases(model: nn.Module) -> set[str]:
 @pytest.mark.parametrize("feed", ["sample", "probs"])
 def test_noisy_batch_step_equals_autograd(family, user_encoder, feed) -> None:
     """Same seed, same model: the same loss, gradients, running statistics, and after AdamW steps the
-    same training — the random draws are taken in the same order as the autograd path takes them."""
+    same training — the random draws are taken in the same order as the autograd path takes them. The
+    step runs with oneDNN off, as the training loop runs it; the autograd reference with it on."""
     reference = _model(family, user_encoder)
     manual = copy.deepcopy(reference)
     x, probs = torch.randn(12, 5), torch.rand(12, 3)
@@ -57,7 +59,8 @@ def test_noisy_batch_step_equals_autograd(family, user_encoder, feed) -> None:
             theirs.grad.zero_()
             loss.backward()
             torch.manual_seed(k)
-            values = step(x, probs)
+            with _aten_kernels():
+                values = step(x, probs)
             assert values == pytest.approx((parts.total, parts.reconstruction, parts.latent), rel=1e-5, abs=1e-6)
             for (name, a), b in zip(reference.named_parameters(), manual.parameters(), strict=True):
                 if k == 0 or name not in noise_only:
@@ -77,3 +80,18 @@ def test_noisy_batch_step_refuses_learned_nu() -> None:
     assert not NoisyBatchStep.supports(model)
     with pytest.raises(ValueError, match="learned"):
         NoisyBatchStep(model, beta=0.1, feed="sample")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_training_leaves_the_onednn_switch_as_it_found_it(enabled) -> None:
+    from lsnpc import LSNPC
+
+    rng = np.random.default_rng(0)
+    X, P = rng.normal(size=(80, 5)).astype(np.float32), rng.uniform(size=(80, 3)).astype(np.float32)
+    previous = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = enabled
+    try:
+        LSNPC(epochs=1, n_threads=1, hidden_dim=8, latent_dim=4, label_embedding_dim=8, random_state=0).fit(X, P)
+        assert torch.backends.mkldnn.enabled is enabled
+    finally:
+        torch.backends.mkldnn.enabled = previous

@@ -8,8 +8,10 @@ Python overhead is a large share of a step).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -83,6 +85,19 @@ def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: 
         return int(epochs)
     steps_per_epoch = max(1, math.ceil(n_train / batch_size))
     return int(np.clip(math.ceil(min_steps / steps_per_epoch), _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS))
+
+
+@contextlib.contextmanager
+def _aten_kernels() -> Iterator[None]:
+    """Run the body with oneDNN off (restored after). oneDNN's GELU and its backward cost 7–14 µs per
+    call whatever the size (primitive setup); at batch 32 ATen's own kernels are 2–4× faster and the
+    whole training step ~20% faster (measured). Prediction's large chunks keep oneDNN, faster there."""
+    previous = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = previous
 
 
 def _batches(n: int, batch_size: int) -> list[torch.Tensor]:
@@ -248,36 +263,40 @@ def train_latent_shift_model(
             started = time.perf_counter()
             sums = np.zeros(3)
             n_batches = 0
-            for idx in _batches(len(X), config.batch_size):
-                if noisy_step is not None:
-                    values = noisy_step(X.index_select(0, idx), P.index_select(0, idx))
-                    optimizer.apply(lr=lr_now(epoch), clip=_NOISY_CLIP)
-                    sums += values
-                else:
-                    h = model.data_encoder(X[idx])
-                    loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
-                    optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
-                    sums += (parts.total, parts.reconstruction, parts.latent)
-                step += 1
-                n_batches += 1
+            clean_sum, clean_batches = 0.0, 0
+            with _aten_kernels():
+                for idx in _batches(len(X), config.batch_size):
+                    if noisy_step is not None:
+                        values = noisy_step(X.index_select(0, idx), P.index_select(0, idx))
+                        optimizer.apply(lr=lr_now(epoch), clip=_NOISY_CLIP)
+                        sums += values
+                    else:
+                        h = model.data_encoder(X[idx])
+                        loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
+                        optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
+                        sums += (parts.total, parts.reconstruction, parts.latent)
+                    step += 1
+                    n_batches += 1
+                noisy_lr = lr_now(epoch)  # the history's lr: the noisy pass's last
+                if data.clean is not None:
+                    Xc, yc, pc = data.clean
+                    for idx in _batches(len(Xc), config.batch_size):
+                        h = model.data_encoder(Xc[idx])
+                        noisy = _feed(pc[idx], config.train_feed)
+                        loss, parts = supervised_loss(model, h, noisy, yc[idx], config.beta, config.eta)
+                        optimizer.step(loss, lr=lr_now(epoch), clip=_CLEAN_CLIP)
+                        step += 1
+                        clean_sum += parts.total
+                        clean_batches += 1
             entry: dict[str, Any] = {
                 "epoch": epoch,
                 "phase": "train",
                 "loss": sums[0] / max(1, n_batches),
                 "reconstruction": sums[1] / max(1, n_batches),
                 "latent": sums[2] / max(1, n_batches),
-                "lr": lr_now(epoch),
+                "lr": noisy_lr,
             }
             if data.clean is not None:
-                Xc, yc, pc = data.clean
-                clean_sum, clean_batches = 0.0, 0
-                for idx in _batches(len(Xc), config.batch_size):
-                    h = model.data_encoder(Xc[idx])
-                    loss, parts = supervised_loss(model, h, _feed(pc[idx], config.train_feed), yc[idx], config.beta, config.eta)
-                    optimizer.step(loss, lr=lr_now(epoch), clip=_CLEAN_CLIP)
-                    step += 1
-                    clean_sum += parts.total
-                    clean_batches += 1
                 entry["clean_loss"] = clean_sum / max(1, clean_batches)
             if not math.isfinite(entry["loss"]):
                 entry["diverged"] = True
