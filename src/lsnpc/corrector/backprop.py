@@ -13,8 +13,9 @@ standard draws of ẑ, then of z), so a seed gives the training autograd gives, 
 The ELBO terms use their closed-form derivatives. With ẑ = μ + σ ⊙ t (t the standard draw), the
 log q(ẑ | x, ŷ) term is log C − log σ − φ(t) and (ẑ − μ)/σ = t does not depend on the parameters: its
 gradient is −1/σ through σ alone. −log p(ẑ | z) = φ₀(ẑ − g_ψ(z)) + const with
-φ₀'(r) = (ν0 + 1) r / (ν0 + r²) for Student-t(ν0) and r for the Normal (GAUSS). KL(q(z | ẑ) ‖ N(0, I)) = ½ (s² + μ² − 1 − log s²). The
-loss values for the history are assembled from a few sums (log σ is half the clamped log-variance).
+φ₀'(r) = (ν0 + 1) r / (ν0 + r²) for Student-t(ν0) and r for the Normal (GAUSS).
+KL(q(z | ẑ) ‖ N(0, I)) = ½ (s² + μ² − 1 − log s²). The loss values for the history are assembled from
+a few sums (log σ is half the clamped log-variance).
 
 Covers the "student" and "gauss" families on the CPU with LSNPC's own data encoder or a user's (whose
 backward autograd runs from the hand-made gradient of its output). Learned ν (whose Student-t draws need
