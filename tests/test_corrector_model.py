@@ -132,7 +132,7 @@ def test_correction_averages_its_fixed_monte_carlo_samples() -> None:
     assert len({tuple(f.flatten().tolist()) for f in fed[:, 0]}) > 1
 
 
-@pytest.mark.parametrize("clip", [None, 0.5])
+@pytest.mark.parametrize("clip", [None, 0.5, 1e6])  # none, clipping, a bound never reached
 def test_flat_adamw_matches_torch_adamw(clip):
     """FlatAdamW's steps (with or without norm clipping) give torch.optim.AdamW's weights."""
     from lsnpc.corrector.training import FlatAdamW
