@@ -90,6 +90,33 @@ def test_clean_set_changes_the_fit() -> None:
     f1_semi = micro_f1(Y[test], semi.predict_proba(X[test], P[test]))
     assert f1_semi > f1_unsup + 0.05, (f1_semi, f1_unsup)
     assert any("clean_loss" in h for h in semi.history_)
+    # what was used is said truthfully: the epoch was chosen without clean labels, but it trained on them
+    assert "no clean labels used)" not in semi.selection_
+    assert semi.selection_.endswith("trained on 150 clean labels (X_clean, y_clean)"), semi.selection_
+    assert unsupervised.selection_.endswith("(no clean labels used)")
+
+
+def test_default_settings_train_on_one_thread_and_leave_the_callers_setting(
+    problem: dict[str, np.ndarray],
+) -> None:
+    """One torch thread by default (two lose 3-5x on a busy machine: README); the hook sees every epoch
+    without changing the numbers."""
+    X, P = problem["X"][:150], problem["P"][:150]
+    params = {k: v for k, v in FAST.items() if k != "n_threads"}
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen: list[tuple[int, int, int]] = []
+        hooked = LSNPC(random_state=0, **params).fit(
+            X, P, on_epoch=lambda epoch, epochs, entry: seen.append((epoch, epochs, torch.get_num_threads()))
+        )
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(previous)
+    assert seen == [(0, 2, 1), (1, 2, 1), (2, 2, 1)]  # the warm start, then each epoch, on one thread
+    plain = LSNPC(random_state=0, **params).fit(X, P)
+    np.testing.assert_array_equal(hooked.predict_proba(X, P), plain.predict_proba(X, P))
+    assert hooked.history_[-1]["loss"] == plain.history_[-1]["loss"]
 
 
 def test_same_seed_same_predictions_other_seed_other(problem: dict[str, np.ndarray]) -> None:

@@ -10,6 +10,7 @@ Typical use, with a model's predicted probabilities ``P`` (n, L) on features ``X
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from numbers import Integral
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,12 @@ class LSNPC:
         triple chooses the epoch, 600 when the noisy-data ELBO does (it favours long training that
         lets the correction fade; measured in the README).
     n_threads : int or None
-        torch CPU threads during fit/predict (None: torch's default).
+        torch CPU threads during fit and predict (None: leave torch's setting, by default one per
+        core). The default, 1, is never far from the best: training steps at batch 32 gain nothing
+        from a second thread on an idle machine, and when other processes keep the cores busy every
+        extra thread waits for them — measured (``benchmarks/bench_threads.py``, README) two threads
+        fit 3–5x slower than one on a busy 2-core machine. Large predictions on an idle machine run
+        up to ~1.6x faster with more threads.
     random_state : int, numpy Generator or None
         Seed; the same seed gives identical predictions on the same machine.
     device : str
@@ -156,7 +162,7 @@ class LSNPC:
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int | str = "auto",
-        n_threads: int | None = None,
+        n_threads: int | None = 1,
         random_state: Any = None,
         device: str = "cpu",
         verbose: bool = False,
@@ -275,6 +281,7 @@ class LSNPC:
         X_val: Any = None,
         y_val: Any = None,
         pred_probs_val: Any = None,
+        on_epoch: Callable[[int, int, dict[str, Any]], None] | None = None,
     ) -> LSNPC:
         """Learn the correction from the base model's probabilities (Algorithm 1).
 
@@ -289,6 +296,10 @@ class LSNPC:
             epoch ends with a pass over it (semi-supervised LSNPC).
         X_val, y_val, pred_probs_val : arrays, optional
             A clean validation triple for epoch selection and the guard (never trained on).
+        on_epoch : callable, optional
+            ``on_epoch(epoch, epochs, entry)`` after the warm start (epoch 0) and after each training epoch,
+            with that epoch's ``history_`` entry: a hook for progress bars and logs (it does not change
+            the training).
 
         Returns
         -------
@@ -327,7 +338,7 @@ class LSNPC:
             data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
-                selection=selection, rng=rng, device=device,
+                selection=selection, rng=rng, device=device, on_epoch=on_epoch,
             )
 
         self.model_ = model

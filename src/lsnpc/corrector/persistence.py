@@ -33,9 +33,10 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .._io import atomic_directory, atomic_write_json
+from .._io import atomic_directory, atomic_write_json, check_replaceable
 
-__all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector", "is_saved_corrector"]
+__all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector", "is_saved_corrector",
+           "check_save_target"]
 
 FORMAT = "lsnpc"
 FORMAT_VERSION = 2
@@ -90,21 +91,23 @@ def is_saved_corrector(path: str | Path) -> bool:
     return isinstance(config, dict) and config.get("format") == FORMAT
 
 
-def _check_target(path: Path, overwrite: bool) -> None:
-    """Refuse, with a message that says what to do, a non-empty folder that is not a saved model and
-    a saved model without ``overwrite`` (the current folder and files get their message from _io)."""
-    if path.is_symlink() or not path.is_dir() or not any(path.iterdir()):
-        return
+def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
+    """Raise FileExistsError, saying what to do, when :func:`save_corrector` would refuse ``path``: a
+    non-empty folder that is not a saved model, a saved model without ``overwrite``, a saved model
+    holding other files too, a file, a link, the current folder or a parent of it. Lets a caller check
+    before a long fit."""
+    path = Path(path)
     cwd = Path.cwd().resolve()
-    if path.resolve() in (cwd, *cwd.parents):
-        return
-    if not is_saved_corrector(path):
-        raise FileExistsError(
-            f"{str(path)!r} exists and is not a saved LSNPC model (no {CONFIG_NAME} of format {FORMAT!r}); "
-            "it is never replaced: choose a new folder"
-        )
-    if not overwrite:
-        raise FileExistsError(f"{str(path)!r} already holds a saved LSNPC model; pass overwrite=True to replace it")
+    # the current folder, links and files get their message from check_replaceable
+    if not path.is_symlink() and path.is_dir() and path.resolve() not in (cwd, *cwd.parents) and any(path.iterdir()):
+        if not is_saved_corrector(path):
+            raise FileExistsError(
+                f"{str(path)!r} exists and is not a saved LSNPC model (no {CONFIG_NAME} of format {FORMAT!r}); "
+                "it is never replaced: choose a new folder"
+            )
+        if not overwrite:
+            raise FileExistsError(f"{str(path)!r} already holds a saved LSNPC model; pass overwrite=True to replace it")
+    check_replaceable(path, OWNED_FILES)
 
 
 def save_corrector(
@@ -133,7 +136,7 @@ def save_corrector(
     }
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     target = Path(path)
-    _check_target(target, overwrite)
+    check_save_target(target, overwrite=overwrite)
     with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
         weights = tmp / WEIGHTS_NAME
         save_file(state, str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
