@@ -92,7 +92,7 @@ def test_clean_set_changes_the_fit() -> None:
     assert any("clean_loss" in h for h in semi.history_)
     # what was used is said truthfully: the epoch was chosen without clean labels, but it trained on them
     assert "no clean labels used)" not in semi.selection_
-    assert semi.selection_.endswith("trained on 150 clean labels (X_clean, y_clean)"), semi.selection_
+    assert semi.selection_.endswith("trained on a clean set of 150 samples (X_clean, y_clean)"), semi.selection_
     assert unsupervised.selection_.endswith("(no clean labels used)")
 
 

@@ -17,25 +17,11 @@ import pytest
 import torch
 
 from lsnpc import LSNPC
-from tests.conftest import make_toy_multilabel
 
-FAST = dict(epochs=2, n_threads=1, latent_dim=8, label_embedding_dim=16, hidden_dim=32)
+from tests.test_corrector import FAST, fitted, problem  # noqa: F401 - the fixtures, shared
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def problem() -> dict[str, np.ndarray]:
-    X, Y = make_toy_multilabel(300, 8, 4, seed=5)
-    rng = np.random.default_rng(5)
-    P = np.clip(0.6 * Y + 0.2 + rng.normal(0, 0.15, Y.shape), 0, 1).astype(np.float32)
-    return {"X": X, "Y": Y, "P": P}
-
-
-@pytest.fixture(scope="module")
-def fitted(problem: dict[str, np.ndarray]) -> LSNPC:
-    X, Y, P = problem["X"], problem["Y"], problem["P"]
-    return LSNPC(random_state=0, **FAST).fit(X[:200], P[:200], X_val=X[200:250], y_val=Y[200:250],
-                                              pred_probs_val=P[200:250])
+TEST = slice(350, None)  # rows neither fitted nor validated on
 
 
 def _rewrite_config(target: Path, edit) -> None:
@@ -51,7 +37,7 @@ def _rewrite_config(target: Path, edit) -> None:
 
 
 def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.ndarray], tmp_path: Path) -> None:
-    X, P = problem["X"][250:], problem["P"][250:]
+    X, P = problem["X"][TEST], problem["P"][TEST]
     target = tmp_path / "model"
     old = os.umask(0o022)
     try:
@@ -228,7 +214,7 @@ def test_format_version_1_loads_with_a_warning(fitted: LSNPC, problem: dict[str,
     (saved / "config.json").write_text(json.dumps(config))
     with pytest.warns(UserWarning, match="format version 1"):
         loaded = LSNPC.load(saved)
-    X, P = problem["X"][250:], problem["P"][250:]
+    X, P = problem["X"][TEST], problem["P"][TEST]
     np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
     config["params"]["nu"] = 5.0  # without checksums, the weights' own constants still catch an edit
     (saved / "config.json").write_text(json.dumps(config))
@@ -270,7 +256,7 @@ def test_save_load_with_user_encoder(problem: dict[str, np.ndarray], tmp_path: P
 def test_far_out_features_warn_and_never_give_non_finite_probabilities(
     fitted: LSNPC, problem: dict[str, np.ndarray]
 ) -> None:
-    X, P = problem["X"][250:260].copy(), problem["P"][250:260]
+    X, P = problem["X"][350:360].copy(), problem["P"][350:360]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fitted.predict_proba(X, P)  # ordinary data: no warning
@@ -292,4 +278,4 @@ def test_predict_proba_raises_instead_of_returning_non_finite(fitted: LSNPC, pro
     with torch.no_grad():
         next(broken.model_.label_decoder.parameters()).fill_(float("nan"))
     with pytest.raises(ValueError, match="non-finite probabilities for 50 of 50 rows"):
-        broken.predict_proba(problem["X"][250:], problem["P"][250:])
+        broken.predict_proba(problem["X"][TEST], problem["P"][TEST])

@@ -166,7 +166,7 @@ class _Selector:
 def _describe(mode: str, n_val: int, n_holdout: int, n_clean: int = 0) -> str:
     """Which criterion chose the epoch and which labels it used; and whether clean labels were trained on
     (semi-supervised), so "no clean labels" is never said of a model that learnt from some."""
-    trained = f"; trained on {n_clean} clean labels (X_clean, y_clean)" if n_clean else ""
+    trained = f"; trained on a clean set of {n_clean} samples (X_clean, y_clean)" if n_clean else ""
     if mode == "val_f1":
         return f"val_f1: epoch chosen by micro-F1 on {n_val} clean validation labels (X_val, y_val){trained}"
     if mode == "noisy_elbo":
