@@ -178,6 +178,9 @@ def test_experiment_run_and_report(tmp_path: Path) -> None:
     df = load_results(results)
     lsnpc_mean = df.loc[df.processor == "lsnpc", "micro_f1"].mean()
     assert f"{100 * lsnpc_mean:.1f} ±" in md
+    knn = df[df.processor == "knn"]
+    if (knn["n_fallback_labels"] > 0).any():  # the report says so instead of silently equalling the base model
+        assert "knn: fell back to the base model's probabilities" in md
     assert list((tmp_path / "report").glob("f1_vs_noise_*.png")) or list((tmp_path / "report").glob("history_*.png"))
 
 

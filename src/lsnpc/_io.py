@@ -189,9 +189,11 @@ def remove_stale_partials(path: str | os.PathLike[str], owned: Collection[str]) 
 
 
 def check_replaceable(path: str | os.PathLike[str], owned: Collection[str]) -> Path | None:
-    """Why ``path`` may not be replaced by a directory write, as an error (None when it may be).
+    """Raise FileExistsError saying why a directory write may not replace ``path``; else return the
+    directory there (None when ``path`` is absent).
 
-    It may when it is absent, an empty directory, or a directory holding only ``owned`` names.
+    It may when it is absent, an empty directory, or a directory holding only ``owned`` files; never
+    the current folder or a parent of it, a link or a file.
     """
     target = Path(path)
     cwd = Path.cwd().resolve()
@@ -259,5 +261,9 @@ def _swap_in(tmp: Path, target: Path, owned: frozenset[str]) -> None:
     check_replaceable(target, owned)
     old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{_OLD}-"))
     os.rename(target, old)  # onto the empty directory just made: atomic, and fails if it is not empty
-    os.rename(tmp, target)
+    try:
+        os.rename(tmp, target)
+    except BaseException:
+        os.rename(old, target)  # the previous content goes back where it was
+        raise
     _remove_our_files(old, owned)

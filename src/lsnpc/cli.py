@@ -66,8 +66,7 @@ def _root(
     version: Annotated[bool, typer.Option("--version", help="Print lsnpc's version and exit.",
                                           callback=_version, is_eager=True)] = False,
 ) -> None:
-    """Correct the predictions of multilabel classifiers trained on noisy labels (LSNPC), and run the
-    experiments around it."""
+    """The options that come before a command (the application's help text is Typer's ``help``)."""
 
 
 def _console() -> Console:

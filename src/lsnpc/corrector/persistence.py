@@ -3,7 +3,7 @@
 Layout of ``path/``::
 
     config.json         {"format": "lsnpc", "format_version": 2, "params": {...}, "fitted": {...},
-                         "weights": {"file": "model.safetensors", "sha256": ..., "bytes": ...},
+                         "weights": {"file": "model.safetensors", "sha256": ...},
                          "config_sha256": <the SHA-256 of the rest of this JSON>}
     model.safetensors   every tensor of the model's state dict
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from .._io import atomic_directory, atomic_write_json, check_replaceable
@@ -140,7 +140,7 @@ def save_corrector(
     with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
         weights = tmp / WEIGHTS_NAME
         save_file(state, str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
-        config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights), "bytes": weights.stat().st_size}
+        config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
         config = _jsonable(config)
         config["config_sha256"] = _config_digest(config)
         atomic_write_json(tmp / CONFIG_NAME, config)
@@ -169,9 +169,9 @@ class SavedCorrector:
         if self.weights_sha256 is not None and _file_digest(weights) != self.weights_sha256:
             raise ValueError(f"{weights} is damaged: its SHA-256 does not match the one in {CONFIG_NAME}")
         try:
-            state = load_file(str(weights), device="cpu")
-            with safe_open(str(weights), framework="pt") as fh:
+            with safe_open(str(weights), framework="pt", device="cpu") as fh:
                 metadata = fh.metadata() or {}
+                state = {name: fh.get_tensor(name) for name in fh.keys()}
         except (SafetensorError, OSError, ValueError) as exc:
             raise ValueError(f"{weights} is corrupt or not a safetensors file: {exc}") from exc
         if "model_spec" in metadata and metadata["model_spec"] != _spec_json(self.params):
