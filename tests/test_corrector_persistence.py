@@ -29,7 +29,8 @@ def _rewrite_config(target: Path, edit) -> None:
     config = json.loads((target / "config.json").read_text())
     edit(config)
     body = {k: v for k, v in config.items() if k != "config_sha256"}
-    config["config_sha256"] = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    config["config_sha256"] = hashlib.sha256(canonical).hexdigest()
     (target / "config.json").write_text(json.dumps(config))
 
 
@@ -207,7 +208,8 @@ def test_format_version_1_loads_with_a_warning(fitted: LSNPC, problem: dict[str,
     from safetensors.torch import load_file, save_file
 
     # version 1: no checksums, no model description in the weights' metadata
-    save_file(load_file(str(saved / "model.safetensors")), str(saved / "model.safetensors"), metadata={"format": "lsnpc"})
+    weights = str(saved / "model.safetensors")
+    save_file(load_file(weights), weights, metadata={"format": "lsnpc"})
     config = json.loads((saved / "config.json").read_text())
     config["format_version"] = 1
     del config["weights"], config["config_sha256"]

@@ -132,7 +132,7 @@ def test_report_says_where_a_post_processor_returned_the_base_model(tmp_path: Pa
     write_report(s.root, tmp_path / "rep", plots=False)
     md = (tmp_path / "rep" / "report.md").read_text()
     section = md.split("## Where a post-processor returned the base model", 1)[1].split("##", 1)[0]
-    assert "knn: fell back to the base model's probabilities for some labels in 2 of 2 runs (6 of 6 labels)" in section
+    assert "knn: fell back to the base model's probabilities in 2 of 2 runs (for 6 of 6 labels)" in section
     assert "scored exactly as the base model in 2 of 2 runs" in section
     assert "lsnpc" not in section
 

@@ -144,16 +144,17 @@ def _error(message: str, flags: Mapping[str, str]) -> None:
     _stderr().print(f"[bold red]error:[/] {escape(_say_flags(message, flags))}", highlight=False)
 
 
-def _refuse_existing(path: Path, force: bool, flag: str = "--out") -> None:
+def _refuse_existing(path: Path, force: bool) -> None:
     if path.exists() and not force:
-        raise FileExistsError(f"{flag} {path} already exists; pass --force to replace it")
+        raise FileExistsError(f"--out {path} already exists; pass --force to replace it")
 
 
 @contextlib.contextmanager
 def _progress(description: str, unit: str = "") -> Iterator[Callable[..., None]]:
     """A Rich progress bar on stderr, drawn only when stderr is a terminal; yields ``update(completed, total,
     description=None)``. ``unit`` ("epoch") labels the count; the bar shows time elapsed and left."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     err = _stderr()
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn(unit), MofNCompleteColumn(),
@@ -395,8 +396,9 @@ def fit(
     latent: Annotated[str, typer.Option(help="Latent family: student, gauss or learned (learned ν).")] = "student",
     epochs: Annotated[int | None, typer.Option(help="Training epochs (default: the library's).")] = None,
     paper: Annotated[bool, typer.Option("--paper", help="Use the paper's exact recipe (LSNPC.paper()).")] = False,
-    set_: Annotated[list[str] | None, typer.Option("--set", metavar="NAME=VALUE", help="Any other LSNPC parameter, NAME=VALUE (repeatable), "
-                                                                  "e.g. --set beta=0.01 --set nu0=3.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="NAME=VALUE",
+                                                   help="Any other LSNPC parameter, NAME=VALUE (repeatable), "
+                                                        "e.g. --set beta=0.01 --set nu0=3.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the model's initialisation and sampling.")] = 0,
     device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
     threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
@@ -522,7 +524,8 @@ def datasets_download(
     """Download a data set (checked against its checksum) into the data home."""
     from lsnpc.data import download_dataset
 
-    where = download_dataset(name, data_home=data_home, progress=_stderr().is_terminal)
+    # the download's own bar draws on stdout: only when both streams are a terminal
+    where = download_dataset(name, data_home=data_home, progress=_stderr().is_terminal and _console().is_terminal)
     if as_json:
         _print_json({"name": name, "path": str(where)})
         return

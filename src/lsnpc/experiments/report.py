@@ -91,8 +91,8 @@ def base_model_notes(df: Any) -> list[str]:
             if len(fell):
                 labels = ", ".join(sorted({f"{int(n)} of {int(m)}" for n, m
                                            in zip(fell["n_fallback_labels"], fell["n_labels"], strict=True)}))
-                parts.append(f"fell back to the base model's probabilities for some labels in {len(fell)} of "
-                             f"{len(sub)} runs ({labels} labels)")
+                parts.append(f"fell back to the base model's probabilities in {len(fell)} of {len(sub)} runs "
+                             f"(for {labels} labels)")
         joined = sub[keys + metrics].merge(base, on=keys, how="left", suffixes=("", "_base"))
         same = pd.Series(True, index=joined.index)
         for m in metrics:
