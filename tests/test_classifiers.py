@@ -10,6 +10,7 @@ import torch
 from lsnpc._validation import NotFittedError
 from lsnpc.classifiers import ADDGCN, HLC, MLPClassifier
 from lsnpc.classifiers.hlc import holistic_correction, holistic_scores
+from lsnpc.metrics import macro_f1, micro_f1
 from tests.conftest import make_toy_multilabel
 
 
@@ -21,15 +22,6 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
-
-
-def micro_f1(Y: np.ndarray, P: np.ndarray) -> float:
-    tp = int((Y & P).sum())
-    return 2 * tp / (2 * tp + int(((1 - Y) & P).sum()) + int((Y & (1 - P)).sum()))
-
-
-def macro_f1(Y: np.ndarray, P: np.ndarray) -> float:
-    return float(np.mean([micro_f1(Y[:, [k]], P[:, [k]]) for k in range(Y.shape[1])]))
 
 
 def fast_mlp(**kw) -> MLPClassifier:
@@ -347,7 +339,7 @@ def test_addgcn_rejects_other_map_shapes(spatial_fitted):
 
 
 def test_addgcn_trains_when_last_batch_has_one_sample():
-    # BatchNorm in the dynamic graph cannot train on one sample: the lone sample joins a batch
+    # BatchNorm in the dynamic graph cannot train on one sample: the lone sample sits the epoch out
     X, Y = make_toy_multilabel(n=17, d=5, n_labels=3, seed=3)
     clf = fast_addgcn(batch_size=8, epochs=2).fit(X, Y)
     assert np.isfinite(clf.history_["train_loss"]).all()

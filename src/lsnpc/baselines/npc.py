@@ -43,6 +43,7 @@ from torch import nn
 from torch.distributions import LowRankMultivariateNormal
 from torch.nn import functional as F
 
+from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import check_random_state, check_scalar
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
@@ -223,8 +224,8 @@ class NPCCorrector(PostProcessorMixin):
         device = resolve_device(self.device)
         seed = torch_seed_from(check_random_state(self.random_state))
         # Standardised inputs make one learning rate work across feature scales.
-        self.feature_mean_ = data.X.mean(axis=0)
-        self.feature_scale_ = np.where((s := data.X.std(axis=0)) > 0, s, 1.0).astype(np.float32)
+        mean, scale = standardization(data.X)
+        self.feature_mean_, self.feature_scale_ = mean.astype(np.float32), scale.astype(np.float32)
         self.n_features_in_ = data.X.shape[1]
         self.device_ = device
         with seeded(seed, device), num_threads(self.n_threads):
@@ -259,14 +260,14 @@ class NPCCorrector(PostProcessorMixin):
         network.train()
         for epoch in range(int(self.epochs)):
             total, count = 0.0, 0
-            for batch in torch.randperm(x.shape[0], device=device).split(int(self.batch_size)):
+            for batch in minibatches(x.shape[0], int(self.batch_size)):
                 loss = self._noisy_loss(network, x[batch], probs[batch])
                 self._step(optimiser, loss)
                 total += float(loss.detach()) * batch.numel()
                 count += batch.numel()
             if clean is not None:
                 xc, yc, pc = clean
-                for batch in torch.randperm(xc.shape[0], device=device).split(int(self.batch_size)):
+                for batch in minibatches(xc.shape[0], int(self.batch_size)):
                     loss = self._clean_loss(network, xc[batch], yc[batch], pc[batch])
                     self._step(optimiser, loss)
             history.append(total / count)

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import (
     check_array,
@@ -25,8 +26,9 @@ from lsnpc._validation import (
     check_same_n_samples,
     check_scalar,
 )
+from lsnpc.metrics import micro_f1
 
-__all__ = ["NetClassifier", "Standardize", "micro_f1", "batch_indices"]
+__all__ = ["NetClassifier", "Standardize"]
 
 # Training inputs up to this size are copied to the accelerator once rather than per batch.
 _STAGE_BYTES = 1 << 30
@@ -44,46 +46,14 @@ class Standardize(nn.Module):
         self.register_buffer("mean", mean)
         self.register_buffer("scale", scale)
 
+    @classmethod
+    def from_data(cls, X: np.ndarray) -> Standardize:
+        """The statistics of ``X`` (n, d), or per channel of maps (n, C, H, W) (see :mod:`lsnpc._numerics`)."""
+        mean, scale = standardization(X, (0,) if X.ndim == 2 else (0, 2, 3))
+        return cls(torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(scale, dtype=torch.float32))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) / self.scale
-
-
-def standardize_stats(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-feature mean and scale (d,) of ``X`` (n, d), or per-channel (C,) of maps (n, C, H, W).
-
-    A constant feature gets scale 1 rather than a division by zero.
-    """
-    axes = (0,) if X.ndim == 2 else (0, 2, 3)
-    mean = X.mean(axis=axes, dtype=np.float64)
-    scale = X.std(axis=axes, dtype=np.float64)
-    scale[scale < 1e-8] = 1.0
-    return (
-        torch.as_tensor(mean, dtype=torch.float32),
-        torch.as_tensor(scale, dtype=torch.float32),
-    )
-
-
-def micro_f1(predicted: torch.Tensor, truth: torch.Tensor) -> float:
-    """Micro-averaged F1 of two (n, L) 0/1 tensors (0 when neither has a positive)."""
-    predicted, truth = predicted.bool(), truth.bool()
-    tp = (predicted & truth).sum().item()
-    fp = (predicted & ~truth).sum().item()
-    fn = (~predicted & truth).sum().item()
-    denom = 2 * tp + fp + fn
-    return 2.0 * tp / denom if denom else 0.0
-
-
-def batch_indices(n: int, batch_size: int, generator: torch.Generator | None) -> list[torch.Tensor]:
-    """Index tensors of the mini-batches of one epoch (shuffled when ``generator`` is given).
-
-    A trailing batch of a single sample is merged into the previous one: BatchNorm layers cannot
-    train on one sample, and a one-sample step is mostly noise anyway.
-    """
-    order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
-    batches = list(torch.split(order, batch_size))
-    if len(batches) > 1 and len(batches[-1]) == 1:
-        batches[-2] = torch.cat([batches[-2], batches.pop()])
-    return batches
 
 
 class NetClassifier:
@@ -225,7 +195,6 @@ class NetClassifier:
         on_device = device.type != "cpu" and X.nbytes <= _STAGE_BYTES
         X_t = to_tensor(X, device if on_device else torch.device("cpu"))
         labels = to_tensor(Y, torch.device("cpu"))
-        Y_val_t = to_tensor(Y_val, torch.device("cpu")) if Y_val is not None else None
         optimizer = torch.optim.Adam(network.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         shuffle = torch.Generator().manual_seed(seed)
         n = len(X)
@@ -238,8 +207,8 @@ class NetClassifier:
         for epoch in range(self.epochs):
             labels = self._labels_for_epoch(epoch, network, X_t, labels)
             network.train()
-            total = torch.zeros((), device=device)
-            for idx in batch_indices(n, self.batch_size, shuffle):
+            total, seen = torch.zeros((), device=device), 0
+            for idx in minibatches(n, self.batch_size, shuffle):
                 xb = X_t[idx].to(device, non_blocking=True)
                 yb = labels[idx].to(device, non_blocking=True)
                 loss = self._batch_loss(network, xb, yb)
@@ -250,11 +219,11 @@ class NetClassifier:
                     nn.utils.clip_grad_norm_(network.parameters(), max_norm)
                 optimizer.step()
                 total += loss.detach() * len(idx)
-            history["train_loss"].append(float(total) / n)
+                seen += len(idx)
+            history["train_loss"].append(float(total) / seen)
             message = f"epoch {epoch + 1}/{self.epochs}  train loss {history['train_loss'][-1]:.4f}"
-            if Y_val_t is not None:
-                probs = self._predict_tensor(network, X_val, device)
-                f1 = micro_f1(probs >= 0.5, Y_val_t)
+            if Y_val is not None:
+                f1 = micro_f1(Y_val, self._predict_tensor(network, X_val, device).numpy())
                 history["val_micro_f1"].append(f1)
                 message += f"  val micro-F1 {f1:.4f}"
                 if f1 > best_f1:
@@ -275,10 +244,7 @@ class NetClassifier:
         was_training = network.training
         network.eval()
         X_t = X if isinstance(X, torch.Tensor) else to_tensor(X, torch.device("cpu"))
-        out = [
-            torch.sigmoid(network(X_t[idx].to(device))).float().cpu()
-            for idx in batch_indices(len(X_t), self._predict_batch_size(), None)
-        ]
+        out = [torch.sigmoid(network(chunk.to(device))).float().cpu() for chunk in X_t.split(self._predict_batch_size())]
         network.train(was_training)
         return torch.cat(out)
 

@@ -32,7 +32,7 @@ from torch.nn import functional as F
 
 from lsnpc._torch import num_threads, to_tensor
 from lsnpc._validation import check_scalar
-from lsnpc.classifiers._base import NetClassifier, Standardize, batch_indices, standardize_stats
+from lsnpc.classifiers._base import NetClassifier, Standardize
 
 __all__ = ["ADDGCN"]
 
@@ -236,7 +236,7 @@ class ADDGCN(NetClassifier):
     def _build_network(self, X: np.ndarray, n_labels: int) -> nn.Module:
         layers: list[nn.Module] = []
         if self.standardize:
-            layers.append(Standardize(*standardize_stats(X)))
+            layers.append(Standardize.from_data(X))
         layers += [nn.Linear(X.shape[1], self.hidden_dim), nn.LeakyReLU(_SLOPE)]
         return ADDGCNNetwork(PooledTrunk(nn.Sequential(*layers)), self.hidden_dim, n_labels)
 
@@ -255,8 +255,8 @@ class ADDGCN(NetClassifier):
         was_training = network.training
         network.eval()
         probs, graphs = [], []
-        for idx in batch_indices(len(X), self._predict_batch_size(), None):
-            sam_logits, gcn_logits, adjacency = network.forward_parts(X[idx].to(device))
+        for chunk in X.split(self._predict_batch_size()):
+            sam_logits, gcn_logits, adjacency = network.forward_parts(chunk.to(device))
             probs.append(torch.sigmoid((sam_logits + gcn_logits) / 2).float().cpu())
             graphs.append(adjacency.float().cpu())
         network.train(was_training)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from lsnpc._validation import check_scalar
-from lsnpc.classifiers._base import NetClassifier, Standardize, standardize_stats
+from lsnpc.classifiers._base import NetClassifier, Standardize
 
 __all__ = ["MLPClassifier"]
 
@@ -136,7 +136,7 @@ class MLPClassifier(NetClassifier):
     def _build_network(self, X: np.ndarray, n_labels: int) -> nn.Module:
         layers: list[nn.Module] = []
         if self.standardize:
-            layers.append(Standardize(*standardize_stats(X)))
+            layers.append(Standardize.from_data(X))
         width = X.shape[1]
         for hidden in self.hidden_dims:
             layers += [nn.Linear(width, int(hidden)), nn.ReLU(), nn.Dropout(self.dropout)]

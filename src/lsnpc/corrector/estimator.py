@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._numerics import standardization
 from .._torch import num_threads, resolve_device, seeded, torch_seed_from
 from .._validation import (
     NotFittedError,
@@ -313,7 +314,7 @@ class LSNPC:
                 encoder=self.encoder, data_dim=data_dim,
             ).to(device)
             if self.encoder is None:
-                model.data_encoder.set_standardization(*_standardization(Xa))
+                model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
             data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
@@ -438,14 +439,6 @@ class LSNPC:
         estimator.model_ = model
         estimator.device_ = dev
         return estimator
-
-
-def _standardization(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    flat = X.reshape(len(X), -1).astype(np.float64)
-    mean = flat.mean(0)
-    scale = flat.std(0)
-    scale[scale < 1e-8] = 1.0
-    return torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(scale, dtype=torch.float32)
 
 
 _DEFAULTS = {
