@@ -54,7 +54,7 @@ def toy_split():
 @pytest.fixture(scope="module", params=sorted(FACTORIES))
 def fitted(request, toy_split):
     Xtr, Ytr, Xva, Yva, _, _ = toy_split
-    clf = FACTORIES[request.param]().fit(Xtr, Ytr, X_val=Xva, Y_val=Yva)
+    clf = FACTORIES[request.param]().fit(Xtr, Ytr, X_val=Xva, y_val=Yva)
     return request.param, clf
 
 
@@ -124,7 +124,7 @@ def test_refit_on_other_shapes_replaces_the_model(name):
     X2, Y2 = make_toy_multilabel(n=30, d=4, n_labels=2, seed=1)
     clf = FACTORIES[name](epochs=1).fit(X, Y)
     with pytest.raises(ValueError, match="X_val"):  # a failed refit keeps the fitted model
-        clf.fit(X2, Y2, X_val=X, Y_val=Y2[:1])
+        clf.fit(X2, Y2, X_val=X, y_val=Y2[:1])
     assert clf.predict_proba(X).shape == (40, 3)
     clf.fit(X2, Y2)
     assert clf.predict_proba(X2).shape == (30, 2) and clf.n_features_in_ == 4
@@ -147,19 +147,19 @@ def bad_fit_inputs(X, Y):
     Y2 = Y.copy()
     Y2[0, 0] = 2
     return {
-        "n_mismatch": (dict(X=X, Y=Y[:-1]), "same number of samples"),
-        "nan_X": (dict(X=Xn, Y=Y), "NaN or infinite"),
-        "inf_X": (dict(X=Xi, Y=Y), "NaN or infinite"),
-        "labels_not_binary": (dict(X=X, Y=Y2), "0/1"),
-        "one_sample": (dict(X=X[:1], Y=Y[:1]), "at least 2"),
-        "X_1d": (dict(X=X[:, 0], Y=Y), "X must (be a 2-d|have shape)"),
-        "Y_1d": (dict(X=X, Y=Y[:, 0]), "Y must be a 2-d"),
-        "X_3d": (dict(X=X[:, :, None], Y=Y), "X must (be a 2-d|have shape)"),
-        "X_val_without_Y_val": (dict(X=X, Y=Y, X_val=X), "together"),
-        "X_val_wrong_d": (dict(X=X, Y=Y, X_val=X[:, :-1], Y_val=Y), "X_val"),
-        "Y_val_wrong_L": (dict(X=X, Y=Y, X_val=X, Y_val=Y[:, :-1]), "Y_val"),
-        "val_n_mismatch": (dict(X=X, Y=Y, X_val=X[:-1], Y_val=Y), "same number of samples"),
-        "Y_val_not_binary": (dict(X=X, Y=Y, X_val=X, Y_val=Y2), "Y_val"),
+        "n_mismatch": (dict(X=X, y=Y[:-1]), "same number of samples"),
+        "nan_X": (dict(X=Xn, y=Y), "NaN or infinite"),
+        "inf_X": (dict(X=Xi, y=Y), "NaN or infinite"),
+        "labels_not_binary": (dict(X=X, y=Y2), "0/1"),
+        "one_sample": (dict(X=X[:1], y=Y[:1]), "at least 2"),
+        "X_1d": (dict(X=X[:, 0], y=Y), "X must (be a 2-d|have shape)"),
+        "y_1d": (dict(X=X, y=Y[:, 0]), "y must be a 2-d"),
+        "X_3d": (dict(X=X[:, :, None], y=Y), "X must (be a 2-d|have shape)"),
+        "X_val_without_y_val": (dict(X=X, y=Y, X_val=X), "together"),
+        "X_val_wrong_d": (dict(X=X, y=Y, X_val=X[:, :-1], y_val=Y), "X_val"),
+        "y_val_wrong_L": (dict(X=X, y=Y, X_val=X, y_val=Y[:, :-1]), "y_val"),
+        "val_n_mismatch": (dict(X=X, y=Y, X_val=X[:-1], y_val=Y), "same number of samples"),
+        "y_val_not_binary": (dict(X=X, y=Y, X_val=X, y_val=Y2), "y_val"),
     }
 
 
@@ -171,7 +171,7 @@ def test_bad_fit_input_raises_naming_it(name, case):
     X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
     kwargs, match = bad_fit_inputs(X, Y)[case]
     with pytest.raises(ValueError, match=match):
-        FACTORIES[name](epochs=1).fit(kwargs.pop("X"), kwargs.pop("Y"), **kwargs)
+        FACTORIES[name](epochs=1).fit(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
@@ -273,7 +273,7 @@ def test_mlp_bad_architecture_raises(param, value):
 
 def test_mlp_verbose_prints_epochs(capsys):
     X, Y = make_toy_multilabel(n=40, d=6, n_labels=3, seed=0)
-    MLPClassifier(epochs=2, verbose=True, random_state=0).fit(X, Y, X_val=X, Y_val=Y)
+    MLPClassifier(epochs=2, verbose=True, random_state=0).fit(X, Y, X_val=X, y_val=Y)
     err = capsys.readouterr().err
     assert "epoch 2/2" in err and "val micro-F1" in err
 

@@ -18,6 +18,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 
 from lsnpc._validation import check_in_choices, check_random_state, check_scalar
@@ -55,7 +56,7 @@ def _vote(dist: np.ndarray, targets: np.ndarray, valid: np.ndarray, weights: str
     return np.divide((w * targets).sum(axis=1), total, out=out, where=total > 0)
 
 
-class KNNCorrector(PostProcessorMixin):
+class KNNCorrector(PostProcessorMixin, BaseEstimator):
     """Per-label k-NN vote over confidently predicted (and clean) samples.
 
     Parameters

@@ -39,13 +39,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 from torch.distributions import LowRankMultivariateNormal
 from torch.nn import functional as F
 
 from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
-from lsnpc._validation import check_random_state, check_scalar
+from lsnpc._validation import check_bool, check_random_state, check_scalar
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
 
 __all__ = ["NPCCorrector"]
@@ -113,7 +114,7 @@ def _bernoulli_kl(logits: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
     return kl.sum(dim=1)
 
 
-class NPCCorrector(PostProcessorMixin):
+class NPCCorrector(PostProcessorMixin, BaseEstimator):
     """Multilabel NPC: a VAE with the true labels as latent variable (see the module docstring).
 
     Parameters
@@ -194,6 +195,7 @@ class NPCCorrector(PostProcessorMixin):
         check_scalar(self.temperature, "temperature", kind=Real, low=0.0, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+        check_bool(self.verbose, "verbose")
 
     def fit(
         self,

@@ -1,6 +1,6 @@
 """Base multilabel classifiers trained on (noisy) labels.
 
-Each has ``fit(X, Y, *, X_val=None, Y_val=None)``, ``predict_proba(X)`` and ``predict(X)``, and after
+Each has ``fit(X, y, *, X_val=None, y_val=None)``, ``predict_proba(X)`` and ``predict(X)``, and after
 fitting exposes ``trunk_`` (a torch module mapping X to an embedding) that LSNPC can start its data
 encoder from.
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 
 from lsnpc._numerics import minibatches, standardization
@@ -20,6 +21,7 @@ from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_s
 from lsnpc._validation import (
     check_array,
     check_binary_labels,
+    check_bool,
     check_is_fitted,
     check_n_features,
     check_random_state,
@@ -56,10 +58,12 @@ class Standardize(nn.Module):
         return (x - self.mean) / self.scale
 
 
-class NetClassifier:
+class NetClassifier(BaseEstimator):
     """Base class of the torch multilabel classifiers; not public.
 
-    Subclasses implement :meth:`_validate_params`, :meth:`_build_network` (a module with a ``trunk``
+    A scikit-learn estimator: the constructor only stores its parameters (``get_params``,
+    ``set_params``, ``clone`` and the repr come from ``BaseEstimator``); they are checked in ``fit``.
+    Subclasses implement :meth:`_check_params`, :meth:`_build_network` (a module with a ``trunk``
     attribute, an ``embedding_dim`` int and a forward giving (batch, L) logits) and may override
     :meth:`_batch_loss`, :meth:`_labels_for_epoch` and :attr:`_input_ndims`.
     """
@@ -68,13 +72,13 @@ class NetClassifier:
     _input_ndims: tuple[int, ...] = (2,)
 
     # -- hooks ------------------------------------------------------------------------------------
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         check_scalar(self.epochs, "epochs", kind=Integral, low=1)
         check_scalar(self.batch_size, "batch_size", kind=Integral, low=1)
         check_scalar(self.lr, "lr", kind=Real, low=0.0, low_inclusive=False)
         check_scalar(self.weight_decay, "weight_decay", kind=Real, low=0.0)
-        if not isinstance(self.standardize, bool):
-            raise ValueError(f"standardize must be True or False, got {self.standardize!r}")
+        check_bool(self.standardize, "standardize")
+        check_bool(self.verbose, "verbose")
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
 
@@ -126,20 +130,20 @@ class NetClassifier:
     def fit(
         self,
         X: Any,
-        Y: Any,
+        y: Any,
         *,
         X_val: Any | None = None,
-        Y_val: Any | None = None,
+        y_val: Any | None = None,
     ) -> "NetClassifier":
-        """Train on features ``X`` and (possibly noisy) labels ``Y``.
+        """Train on features ``X`` and (possibly noisy) labels ``y``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) (or (n_samples, C, H, W) where supported)
             Input features, finite floats.
-        Y : array-like of shape (n_samples, n_labels)
+        y : array-like of shape (n_samples, n_labels)
             0/1 training labels (the noisy ones, in the noisy-label setting).
-        X_val, Y_val : array-like, optional
+        X_val, y_val : array-like, optional
             A validation set (same per-sample shape / same label count). When given, the weights of
             the epoch with the best validation micro-F1 (threshold 0.5) are kept, as in the paper;
             without it the last epoch's weights are kept.
@@ -148,32 +152,30 @@ class NetClassifier:
         -------
         self
         """
-        self._validate_params()
-        if not isinstance(self.verbose, bool):
-            raise ValueError(f"verbose must be True or False, got {self.verbose!r}")
+        self._check_params()
         X = self._check_X(X, "X", min_samples=2)
-        Y = check_binary_labels(Y, "Y", min_samples=2)
-        check_same_n_samples(X=X, Y=Y)
-        if (X_val is None) != (Y_val is None):
-            raise ValueError("X_val and Y_val must be given together (or neither)")
+        y = check_binary_labels(y, "y", min_samples=2)
+        check_same_n_samples(X=X, y=y)
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together (or neither)")
         device = resolve_device(self.device)
         rng = check_random_state(self.random_state)
 
         if X_val is not None:
             X_val = self._check_X(X_val, "X_val")
             self._check_input_shape(X_val, "X_val", X.shape[1:])
-            Y_val = check_binary_labels(Y_val, "Y_val")
-            check_n_features(Y_val, "Y_val", Y.shape[1], "label columns")
-            check_same_n_samples(X_val=X_val, Y_val=Y_val)
+            y_val = check_binary_labels(y_val, "y_val")
+            check_n_features(y_val, "y_val", y.shape[1], "label columns")
+            check_same_n_samples(X_val=X_val, y_val=y_val)
 
         seed = torch_seed_from(rng)
         with num_threads(self.n_threads), seeded(seed, device):
-            network = self._build_network(X, Y.shape[1]).to(device)
-            self._train(network, X, Y, X_val, Y_val, device, seed)
+            network = self._build_network(X, y.shape[1]).to(device)
+            self._train(network, X, y, X_val, y_val, device, seed)
         network.eval()
         self.input_shape_ = tuple(X.shape[1:])
         self.n_features_in_ = int(X.shape[1])
-        self.n_labels_ = int(Y.shape[1])
+        self.n_labels_ = int(y.shape[1])
         self.network_ = network
         self.trunk_ = network.trunk
         self.embedding_dim_ = int(network.embedding_dim)
@@ -183,9 +185,9 @@ class NetClassifier:
         self,
         network: nn.Module,
         X: np.ndarray,
-        Y: np.ndarray,
+        y: np.ndarray,
         X_val: np.ndarray | None,
-        Y_val: np.ndarray | None,
+        y_val: np.ndarray | None,
         device: torch.device,
         seed: int,
     ) -> None:
@@ -194,13 +196,13 @@ class NetClassifier:
         # and moves batch by batch. Labels stay on the CPU (HLC rewrites them between epochs).
         on_device = device.type != "cpu" and X.nbytes <= _STAGE_BYTES
         X_t = to_tensor(X, device if on_device else torch.device("cpu"))
-        labels = to_tensor(Y, torch.device("cpu"))
+        labels = to_tensor(y, torch.device("cpu"))
         optimizer = torch.optim.Adam(network.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         shuffle = torch.Generator().manual_seed(seed)
         n = len(X)
 
         history: dict[str, list[float]] = {"train_loss": []}
-        if Y_val is not None:
+        if y_val is not None:
             history["val_micro_f1"] = []
         best_f1, best_state, best_epoch = -1.0, None, self.epochs - 1
         self.history_ = history
@@ -222,8 +224,8 @@ class NetClassifier:
                 seen += len(idx)
             history["train_loss"].append(float(total) / seen)
             message = f"epoch {epoch + 1}/{self.epochs}  train loss {history['train_loss'][-1]:.4f}"
-            if Y_val is not None:
-                f1 = micro_f1(Y_val, self._predict_tensor(network, X_val, device).numpy())
+            if y_val is not None:
+                f1 = micro_f1(y_val, self._predict_tensor(network, X_val, device).numpy())
                 history["val_micro_f1"].append(f1)
                 message += f"  val micro-F1 {f1:.4f}"
                 if f1 > best_f1:
@@ -279,16 +281,3 @@ class NetClassifier:
         """0/1 predictions (n_samples, n_labels), int64: probability >= ``threshold``."""
         check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0)
         return (self.predict_proba(X) >= threshold).astype(np.int64)
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
-
-    def get_params(self) -> dict[str, Any]:
-        """The constructor parameters (scikit-learn style)."""
-        import inspect
-
-        names = [
-            p for p in inspect.signature(type(self).__init__).parameters if p != "self"
-        ]
-        return {name: getattr(self, name) for name in names}

@@ -192,8 +192,8 @@ class ADDGCN(NetClassifier):
     >>> from lsnpc.classifiers import ADDGCN
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(120, 8, 3, 3)).astype("float32")
-    >>> Y = np.stack([X[:, 0].mean((1, 2)) > 0, X[:, 1].max((1, 2)) > 1], axis=1).astype(int)
-    >>> clf = ADDGCN(hidden_dim=16, epochs=5, random_state=0).fit(X, Y)
+    >>> y = np.stack([X[:, 0].mean((1, 2)) > 0, X[:, 1].max((1, 2)) > 1], axis=1).astype(int)
+    >>> clf = ADDGCN(hidden_dim=16, epochs=5, random_state=0).fit(X, y)
     >>> proba, adjacency = clf.scores_and_adjacency(X[:4])
     >>> proba.shape, adjacency.shape
     ((4, 2), (4, 2, 2))
@@ -227,8 +227,8 @@ class ADDGCN(NetClassifier):
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
+    def _check_params(self) -> None:
+        super()._check_params()
         check_scalar(self.hidden_dim, "hidden_dim", kind=Integral, low=1)
         if self.max_grad_norm is not None:
             check_scalar(self.max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False)

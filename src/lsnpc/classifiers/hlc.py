@@ -172,8 +172,8 @@ class HLC(ADDGCN):
         self.delta_decay = delta_decay
         self.beta = beta
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
+    def _check_params(self) -> None:
+        super()._check_params()
         check_scalar(self.start, "start", kind=Integral, low=0)
         check_scalar(self.delta, "delta", kind=Real, low=0.0, high=1.0)
         check_scalar(self.delta_decay, "delta_decay", kind=Real, low=0.0)
@@ -200,9 +200,9 @@ class HLC(ADDGCN):
         self._last_labels = labels
         return labels
 
-    def fit(self, X: Any, Y: Any, *, X_val: Any | None = None, Y_val: Any | None = None) -> "HLC":
+    def fit(self, X: Any, y: Any, *, X_val: Any | None = None, y_val: Any | None = None) -> HLC:
         """Train with label correction; see :meth:`ADDGCN.fit` for the arguments."""
-        super().fit(X, Y, X_val=X_val, Y_val=Y_val)
+        super().fit(X, y, X_val=X_val, y_val=y_val)
         self.n_corrected_ = np.asarray(self.history_["n_corrected"], dtype=np.int64)
         self.corrected_labels_ = self._last_labels.numpy().astype(np.int64)
         del self._last_labels

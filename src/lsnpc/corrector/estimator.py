@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 
 from .._numerics import standardization
@@ -21,6 +22,7 @@ from .._torch import num_threads, resolve_device, seeded, torch_seed_from
 from .._validation import (
     NotFittedError,
     check_array,
+    check_bool,
     check_in_choices,
     check_is_fitted,
     check_labelled_triple,
@@ -44,13 +46,17 @@ FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
 
 
-class LSNPC:
+class LSNPC(BaseEstimator):
     """Latent-space-shift noisy prediction correction (LSNPC) for multilabel classifiers.
 
     A post-processor: it never retrains the base classifier. From features X and the base model's
     probabilities on them it learns the generative model of section 4 (a true-label latent z, its
     shifted neighbour ẑ that generated the base model's labels ŷ) and corrects a prediction as
     E[y | x, h] ≈ mean over Monte-Carlo draws of g_φ(x, z), z ~ q(z | ẑ), ẑ ~ q(ẑ | x, ŷ).
+
+    A scikit-learn estimator: the constructor only stores the parameters below (they are checked in
+    ``fit``), and ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr (which shows the
+    parameters that differ from the defaults) come from ``BaseEstimator``.
 
     Parameters
     ----------
@@ -69,7 +75,9 @@ class LSNPC:
     encoder : torch.nn.Module or None
         Optional data encoder mapping a batch of X to (batch, h), e.g. the trunk of the base classifier
         (``MLPClassifier().fit(...).trunk_``). A trainable copy is fine-tuned; the original is untouched.
-        With None, LSNPC builds its own MLP over standardised X.
+        With None, LSNPC builds its own MLP over standardised X. The module is a parameter like any
+        other: ``get_params(deep=True)`` returns it as it is (its weights are not parameters), and
+        ``clone`` gives the clone its own deep copy.
     epochs : int or "auto"
         Passes over the noisy data. "auto" (default) adapts to the data size: enough epochs for about
         ``min_steps`` optimiser steps, between 5 and 200 epochs (small data sets need many epochs of
@@ -203,22 +211,6 @@ class LSNPC:
         params.update(overrides)
         return cls(**params)
 
-    def get_params(self, deep: bool = False) -> dict[str, Any]:
-        """The constructor parameters (scikit-learn convention)."""
-        return {name: getattr(self, name) for name in _PARAM_NAMES}
-
-    def set_params(self, **params: Any) -> LSNPC:
-        for name, value in params.items():
-            if name not in _PARAM_NAMES:
-                raise ValueError(f"unknown parameter {name!r}; valid: {', '.join(_PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.get_params().items() if v is not _DEFAULTS[k] and v != _DEFAULTS[k]}
-        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
-        return f"LSNPC({args})"
-
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
         check_in_choices(self.latent, "latent", LATENT_FAMILIES)
@@ -242,6 +234,8 @@ class LSNPC:
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+        for name in ("warm_start", "guard", "verbose"):
+            check_bool(getattr(self, name), name)
         if self.encoder is not None and not isinstance(self.encoder, nn.Module):
             raise ValueError(f"encoder must be a torch.nn.Module or None, got {type(self.encoder).__name__}")
 
@@ -303,7 +297,7 @@ class LSNPC:
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
 
-        params = self.get_params()
+        params = self.get_params(deep=False)
         n_features = int(np.prod(d_shape))
         with num_threads(self.n_threads), seeded(seed, device):
             data_dim = None
@@ -410,7 +404,7 @@ class LSNPC:
         """
         check_is_fitted(self, "model_")
         fitted = {name: getattr(self, name) for name in FITTED_FIELDS}
-        save_corrector(path, params=self.get_params(), fitted=fitted, model=self.model_)
+        save_corrector(path, params=self.get_params(deep=False), fitted=fitted, model=self.model_)
 
     @classmethod
     def load(cls, path: str, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
@@ -428,7 +422,7 @@ class LSNPC:
         estimator._check_params()
         fitted = saved.fitted
         model = build_model(
-            ModelSpec.from_params(estimator.get_params()), n_features=int(fitted["n_features_in_"]),
+            ModelSpec.from_params(estimator.get_params(deep=False)), n_features=int(fitted["n_features_in_"]),
             n_labels=int(fitted["n_labels_"]), encoder=encoder, data_dim=int(fitted["data_dim_"]),
         )
         saved.load_weights(model)
@@ -439,11 +433,3 @@ class LSNPC:
         estimator.model_ = model
         estimator.device_ = dev
         return estimator
-
-
-_DEFAULTS = {
-    name: param.default
-    for name, param in __import__("inspect").signature(LSNPC.__init__).parameters.items()
-    if name != "self"
-}
-_PARAM_NAMES = tuple(_DEFAULTS)

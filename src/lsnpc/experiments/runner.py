@@ -359,7 +359,7 @@ def run_group(
             classifier = _with_threads(make_classifier(spec, seed=task.seed, device=task.device), threads)
             # The base classifier sees noisy labels only, validation included.
             classifier.fit(data.X["train"], data.Y_noisy["train"],
-                           X_val=data.X["val0"], Y_val=data.Y_noisy["val0"])
+                           X_val=data.X["val0"], y_val=data.Y_noisy["val0"])
             classifier_s = time.perf_counter() - start
             probs = {part: classifier.predict_proba(data.X[part]) for part in ("train", "val0", "val1", "test")}
         except Exception:
