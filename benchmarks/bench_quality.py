@@ -78,7 +78,7 @@ def run_setting(dataset: str, kind: str, rate: float, seed: int, methods: tuple[
         rows.append(dict(dataset=dataset, kind=kind, rate=rate, seed=seed, method=method,
                          micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q),
                          seconds=time.perf_counter() - started,
-                         blend=corrector.guard_.get("blend"), epoch=corrector.best_epoch_,
+                         blend=corrector.guard_.blend, epoch=corrector.best_epoch_,
                          epochs=corrector.epochs_))
     return rows
 

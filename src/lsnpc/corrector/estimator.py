@@ -33,7 +33,7 @@ from .._validation import (
     check_scalar,
 )
 from .config import ModelSpec, TrainingConfig, build_model
-from .guard import decide_blend
+from .guard import GuardDecision, decide_blend
 from .inference import FoldedCorrector
 from .model import LATENT_FAMILIES, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
@@ -131,7 +131,7 @@ class LSNPC(BaseEstimator):
     best_epoch_ : int             the selected epoch (1-based; 0 = the warm start)
     selection_ : str              which criterion chose it and which labels it used
     history_ : list of dict       per-epoch losses and validation scores
-    guard_ : dict                 the guard's evidence and decision
+    guard_ : GuardDecision        the guard's decision and its evidence (``guard_.blend`` is applied)
     """
 
     def __init__(
@@ -326,13 +326,14 @@ class LSNPC(BaseEstimator):
         self.best_epoch_ = result.best_epoch
         self.history_ = result.history
         self.selection_ = result.selection_description
-        self.guard_ = {"applied": False, "reason": "guard=False" if not self.guard else "no clean validation labels", "blend": 1.0}
         if self.guard and val is not None:
             self.guard_ = self._decide_guard(*val)
+        else:
+            self.guard_ = GuardDecision.skipped("guard=False" if not self.guard else "no clean validation labels")
         return self
 
     # ------------------------------------------------------------------ guard
-    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> dict[str, Any]:
+    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> GuardDecision:
         """The guard's decision on the validation triple (see :mod:`lsnpc.corrector.guard`)."""
         corrected = self._raw_correct(X_val, p_val)
         return decide_blend(
@@ -380,10 +381,10 @@ class LSNPC(BaseEstimator):
         Returns
         -------
         ndarray (n, L) float32 in [0, 1]: E[y | x, h] by Monte Carlo (``n_samples`` draws), blended with
-        the base probabilities as the guard decided (``guard_["blend"]``, 1.0 = pure LSNPC).
+        the base probabilities as the guard decided (``guard_.blend``, 1.0 = pure LSNPC).
         """
         Xa, P = self._check_predict_input(X, pred_probs)
-        alpha = float(self.guard_.get("blend", 1.0))
+        alpha = self.guard_.blend
         if alpha == 0.0:
             return P.copy()
         corrected = self._raw_correct(Xa, P)
@@ -404,6 +405,7 @@ class LSNPC(BaseEstimator):
         """
         check_is_fitted(self, "model_")
         fitted = {name: getattr(self, name) for name in FITTED_FIELDS}
+        fitted["guard_"] = self.guard_.to_dict()
         save_corrector(path, params=self.get_params(deep=False), fitted=fitted, model=self.model_)
 
     @classmethod
@@ -430,6 +432,10 @@ class LSNPC(BaseEstimator):
         model.to(dev).eval()
         for name in FITTED_FIELDS:
             setattr(estimator, name, fitted[name])
+        try:
+            estimator.guard_ = GuardDecision.from_dict(fitted["guard_"])
+        except ValueError as exc:
+            raise ValueError(f"{saved.path} holds a corrupt guard decision: {exc}") from exc
         estimator.model_ = model
         estimator.device_ = dev
         return estimator
