@@ -405,12 +405,16 @@ def test_holistic_scores_by_hand():
     probs = torch.tensor([[0.9, 0.2, 0.6]])
     adjacency = torch.tensor([[[0.5, 0.1, 0.3], [0.7, 0.5, 0.2], [0.9, 0.4, 0.5]]])
     sets = torch.tensor([[1.0, 0.0, 1.0]])
-    # beta * mean(0.9, 0.6) + (1 - beta) * mean(A[0,2], A[2,0])
-    expected = 0.25 * 0.75 + 0.75 * (0.3 + 0.9) / 2
+    # sums, as the authors': beta * (0.9 + 0.6) + (1 - beta) * (A[0,2] + A[2,0])
+    expected = 0.25 * (0.9 + 0.6) + 0.75 * (0.3 + 0.9)
     assert holistic_scores(probs, adjacency, sets, 0.25).item() == pytest.approx(expected)
     # a single label has no pair: only the instance term counts
     single = torch.tensor([[0.0, 1.0, 0.0]])
     assert holistic_scores(probs, adjacency, single, 0.25).item() == pytest.approx(0.25 * 0.2)
+    # three labels: every ordered pair off the diagonal, six of them
+    everything = torch.ones(1, 3)
+    pairs = adjacency.sum() - adjacency[0].diagonal().sum()
+    assert holistic_scores(probs, adjacency, everything, 0.25).item() == pytest.approx(0.25 * 1.7 + 0.75 * pairs.item())
 
 
 def test_holistic_correction_rule():

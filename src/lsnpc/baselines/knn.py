@@ -61,8 +61,10 @@ class KNNCorrector(PostProcessorMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_neighbors : int, default 10
-        Neighbours per vote (fewer when a label has fewer confident samples).
+    n_neighbors : int, default 5
+        Neighbours per vote (fewer when a label has fewer confident samples). 5 is the paper's
+        value ("the hyperparameter K is defaulted to 5"); the authors' published code uses 10
+        (``n_neighbors=10`` reproduces it).
     low, high : float, default 0.1, 0.9
         A sample is a training point for label ``k`` when its base probability for ``k`` is
         ``< low`` (target 0) or ``> high`` (target 1). Need ``0 <= low <= high <= 1``.
@@ -97,7 +99,7 @@ class KNNCorrector(PostProcessorMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_neighbors: int = 10,
+        n_neighbors: int = 5,
         low: float = 0.1,
         high: float = 0.9,
         weights: str = "distance",
