@@ -129,14 +129,17 @@ class StandardizedMLPEncoder(nn.Module):
 
 
 class LabelEncoder(nn.Module):
-    """Embeds a label vector (batch, L) — ŷ or y — into (batch, label_embedding_dim).
+    """Embeds a label vector (batch, L) — ŷ or y — into (batch, embedding_dim).
 
-    A 4-layer GELU MLP with BatchNorm and dropout 0.1 (paper appendix D).
+    Appendix D: a 4-layer GELU MLP whose fully connected layers are 64 wide, with a 128-wide output
+    (``embedding_dim``), BatchNorm (momentum 0.01) between the layers: L → 64 → 64 → 64 → 128. Dropout
+    0.1 after each layer is the authors' code (the paper does not mention it); their code also makes
+    the hidden layers as wide as the output (L → 128 → 128 → 128 → 128), which the paper does not say.
     """
 
-    def __init__(self, n_labels: int, embedding_dim: int, n_layers: int = 4) -> None:
+    def __init__(self, n_labels: int, embedding_dim: int, hidden_dim: int = 64, n_layers: int = 4) -> None:
         super().__init__()
-        self.net = _mlp([n_labels] + [embedding_dim] * n_layers, dropout=0.1)
+        self.net = _mlp([n_labels] + [hidden_dim] * (n_layers - 1) + [embedding_dim], dropout=0.1)
 
     def forward(self, labels: torch.Tensor) -> torch.Tensor:
         return self.net(labels)
