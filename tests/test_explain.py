@@ -150,6 +150,10 @@ def test_bad_inputs_are_refused_naming_the_argument(setting) -> None:
         corrected_cams(corrector, x, probs[:1], 0, layer="0.layer4")
     with pytest.raises(ValueError, match="images must have per-image shape"):
         corrected_cams(corrector, x[:, :, :64, :64], probs, 0, layer="0.layer4")
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        corrected_cams(corrector, x, probs, 0, layer="0.layer4", seed=-1)
+    with pytest.raises(ValueError, match="n_samples must be >= 1"):
+        corrected_probabilities(corrector, x, probs, n_samples=0)
     with pytest.raises(ValueError, match="corrector must be a fitted LSNPC"):
         corrected_cams(base, x, probs, 0)
     with pytest.raises(NotFittedError):

@@ -57,12 +57,12 @@ def resnet_backbone(resnet: nn.Module, *, pooled: bool = True) -> nn.Sequential:
     return nn.Sequential(blocks)
 
 
-def find_layer(network: nn.Module, name: str, argument: str = "layer") -> nn.Module:
+def _find_layer(network: nn.Module, name: str) -> nn.Module:
     """The submodule of ``network`` called ``name`` (a dotted path as in ``named_modules()``)."""
     modules = dict(network.named_modules())
-    if not isinstance(name, str) or name not in modules or not name:
+    if not isinstance(name, str) or not name or name not in modules:
         top = [n for n, _ in network.named_children()]
-        raise ValueError(f"{argument} must name a submodule of the network, e.g. one of {top}; got {name!r}")
+        raise ValueError(f"layer must name a submodule of the network, e.g. one of {top}; got {name!r}")
     return modules[name]
 
 
@@ -87,21 +87,18 @@ def _device_of(module: nn.Module) -> torch.device:
     return tensor.device if tensor is not None else torch.device("cpu")
 
 
-def _check_images(images: Any, name: str = "images") -> torch.Tensor:
+def _check_images(images: Any) -> torch.Tensor:
     if isinstance(images, torch.Tensor):
         images = images.detach().cpu().numpy()
-    array = check_array(images, name, ndim=4)
-    return torch.as_tensor(array, dtype=torch.float32)
+    return torch.as_tensor(check_array(images, "images", ndim=4))
 
 
 def _check_labels(labels: Any, n_labels: int) -> list[int]:
-    values: list[Any] | None
+    values: list[Any] = []
     if isinstance(labels, Integral):
         values = [labels]
     elif isinstance(labels, (Sequence, np.ndarray)) and not isinstance(labels, str):
-        values = list(np.asarray(labels).ravel()) if isinstance(labels, np.ndarray) else list(labels)
-    else:
-        values = None
+        values = list(np.ravel(np.asarray(labels, dtype=object)))
     if not values or not all(isinstance(k, Integral) and not isinstance(k, bool) for k in values):
         raise ValueError(f"labels must be a label index or a non-empty sequence of them, got {labels!r}")
     bad = [int(k) for k in values if not 0 <= k < n_labels]
@@ -186,7 +183,7 @@ def classifier_cams(
         raise ValueError(f"classifier must be a fitted lsnpc classifier or a torch module, got {type(classifier).__name__}")
     if not isinstance(backbone, nn.Module):
         raise ValueError(f"backbone must be a torch module mapping images to features, got {type(backbone).__name__}")
-    target = find_layer(backbone, layer)
+    target = _find_layer(backbone, layer)
     device = _device_of(backbone)
 
     def score(x: torch.Tensor) -> torch.Tensor:
@@ -229,22 +226,25 @@ def _check_corrector(corrector: Any, images: torch.Tensor, pred_probs: Any) -> t
     return torch.as_tensor(probs, dtype=torch.float32), corrector.model_
 
 
+def _prepare(
+    corrector: Any, images: Any, pred_probs: Any, n_samples: int | None, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, LatentShiftModel, int]:
+    """Checked (images on the CPU, ŷ on the model's device, the model, the number of draws)."""
+    x = _check_images(images)
+    noisy, model = _check_corrector(corrector, x, pred_probs)
+    n_samples = corrector.n_samples if n_samples is None else n_samples
+    check_scalar(n_samples, "n_samples", kind=Integral, low=1)
+    check_scalar(seed, "seed", kind=Integral, low=0)
+    return x, noisy.to(_device_of(model)), model, int(n_samples)
+
+
 def corrected_probabilities(corrector: LSNPC, images: Any, pred_probs: Any, *, seed: int = 0,
                             n_samples: int | None = None) -> np.ndarray:
     """The seeded correction GradCAM differentiates: (n, L) probabilities, the raw correction (no guard
     blend), ``n_samples`` draws (default ``corrector.n_samples``)."""
-    x = _check_images(images)
-    noisy, model = _check_corrector(corrector, x, pred_probs)
-    n_samples = _check_n_samples(corrector, n_samples)
-    device = _device_of(model)
+    x, noisy, model, n_samples = _prepare(corrector, images, pred_probs, n_samples, seed)
     with _eval_mode(model), torch.no_grad():
-        return _correction(model, x.to(device), noisy.to(device), n_samples, seed).cpu().numpy()
-
-
-def _check_n_samples(corrector: LSNPC, n_samples: int | None) -> int:
-    n_samples = corrector.n_samples if n_samples is None else n_samples
-    check_scalar(n_samples, "n_samples", kind=Integral, low=1)
-    return int(n_samples)
+        return _correction(model, x.to(noisy.device), noisy, n_samples, int(seed)).cpu().numpy()
 
 
 def corrected_cams(
@@ -269,19 +269,16 @@ def corrected_cams(
     its dependence on the image by α, which the normalisation removes; with α = 0 (the guard hands
     back the base model) a warning says the correction is not what ``predict_proba`` returns.
     """
-    x = _check_images(images)
-    noisy, model = _check_corrector(corrector, x, pred_probs)
-    n_samples = _check_n_samples(corrector, n_samples)
-    check_scalar(seed, "seed", kind=Integral, low=0)
-    target = find_layer(model.data_encoder, layer)
-    if float(corrector.guard_.get("blend", 1.0)) == 0.0:
-        warnings.warn("the guard hands back the base model's probabilities (guard_['blend'] = 0): these maps "
+    x, noisy, model, n_samples = _prepare(corrector, images, pred_probs, n_samples, seed)
+    target = _find_layer(model.data_encoder, layer)
+    guard = corrector.guard_  # a dict today; read it so that a dataclass with .blend works too
+    blend = guard.get("blend", 1.0) if isinstance(guard, dict) else getattr(guard, "blend", 1.0)
+    if float(blend) == 0.0:
+        warnings.warn("the guard hands back the base model's probabilities (guard_ blend 0): these maps "
                       "explain a correction that predict_proba does not return", UserWarning, stacklevel=2)
-    device = _device_of(model)
-    noisy = noisy.to(device)
 
     def score(images_: torch.Tensor) -> torch.Tensor:
-        return _correction(model, images_.to(device), noisy, n_samples, int(seed))
+        return _correction(model, images_.to(noisy.device), noisy, n_samples, int(seed))
 
     with _eval_mode(model):
         return grad_cam(score, target, x, labels)
