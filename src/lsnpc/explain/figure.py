@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_path
-from .._validation import check_array, check_binary_labels, check_scalar
+from .._validation import check_array, check_binary_labels, check_probabilities, check_scalar
 
 __all__ = ["gradcam_figure"]
 
@@ -42,7 +42,7 @@ def _check_maps(maps: Any, name: str, shape: tuple[int, ...] | None) -> np.ndarr
 def _optional_probs(probs: Any, name: str, shape: tuple[int, int]) -> np.ndarray | None:
     if probs is None:
         return None
-    array = check_array(probs, name, ndim=2).astype(np.float64)
+    array = check_probabilities(probs, name)
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape} (images, labels shown), got {array.shape}")
     return array
