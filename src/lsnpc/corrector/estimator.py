@@ -26,6 +26,7 @@ from .._validation import (
     check_in_choices,
     check_is_fitted,
     check_labelled_triple,
+    check_multilabel,
     check_n_features,
     check_probabilities,
     check_random_state,
@@ -35,6 +36,7 @@ from .._validation import (
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import GuardDecision, decide_blend
 from .inference import FoldedCorrector
+from .label_posterior import label_correction, label_posterior
 from .model import LATENT_FAMILIES, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
 from .training import TrainingData, train_latent_shift_model
@@ -396,6 +398,41 @@ class LSNPC(BaseEstimator):
         """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold``."""
         check_scalar(threshold, "threshold", low=0, high=1)
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
+
+    # ------------------------------------------------------------------ label issues
+    def _label_inputs(self, X: Any, labels: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(given labels as (n, L) 0/1, pred_probs, this corrector's correction of them)."""
+        Xa, P = self._check_predict_input(X, pred_probs)
+        given = check_multilabel(labels, "labels", n_labels=P.shape[1])
+        check_same_n_samples(labels=given, pred_probs=P)
+        return given, P, self.predict_proba(Xa, P)
+
+    def label_posterior(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """P(true label = 1 | x, given labels) (n, L), float64.
+
+        ``labels``: the given (noisy) labels of the rows X, multi-hot (n, L) or lists of class indices;
+        ``pred_probs``: a model's out-of-fold probabilities on them (``lsnpc.cross_val_pred_probs``).
+        The prior is this corrector's correction of ``pred_probs`` blended with them; the noise, a swap
+        channel estimated from ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`).
+        """
+        return label_posterior(*self._label_inputs(X, labels, pred_probs))
+
+    def label_quality_scores(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """How likely each given label is right (n, L) in [0, 1]; low = likely wrong."""
+        given, P, corrected = self._label_inputs(X, labels, pred_probs)
+        posterior = label_posterior(given, P, corrected)
+        return np.where(given == 1, posterior, 1.0 - posterior)
+
+    def correct_labels(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """(n, L) 0/1 int64: the suggested labels. Each given positive is replaced by the label it most
+        likely came from (itself when it looks right), so rows keep their number of positives."""
+        return label_correction(*self._label_inputs(X, labels, pred_probs))
+
+    def find_label_issues(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """(n, L) bool: the entries :meth:`correct_labels` changes (wrong positives and the missing
+        positives they replace)."""
+        given, P, corrected = self._label_inputs(X, labels, pred_probs)
+        return label_correction(given, P, corrected) != given
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str) -> None:
