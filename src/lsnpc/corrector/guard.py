@@ -89,8 +89,10 @@ class GuardDecision:
             raise ValueError(f"guard_ is missing the field(s) {', '.join(map(repr, missing))}")
         values = dict(data)
         for name in ("applied", "gate_passed"):
-            if not isinstance(values.get(name), bool) and not (name == "gate_passed" and values.get(name) is None):
-                raise ValueError(f"guard_.{name} must be true or false, got {values.get(name)!r}")
+            if name in values and not isinstance(values[name], bool) and values[name] is not None:
+                raise ValueError(f"guard_.{name} must be true or false, got {values[name]!r}")
+        if values["applied"] is None:
+            raise ValueError("guard_.applied must be true or false, got None")
         if not isinstance(values.get("reason"), (str, type(None))):
             raise ValueError(f"guard_.reason must be a string or null, got {values['reason']!r}")
         for name in ("blend", "confidence", *_SCORES):
@@ -101,19 +103,19 @@ class GuardDecision:
             if not isinstance(support, Mapping):
                 raise ValueError(f"guard_.bootstrap_support must map a blend to a share, got {support!r}")
             values["bootstrap_support"] = {
-                _fraction(_number(alpha), "a guard_.bootstrap_support key"):
+                _fraction(_blend_key(alpha), "a guard_.bootstrap_support key"):
                     _fraction(share, f"guard_.bootstrap_support[{alpha!r}]")
                 for alpha, share in support.items()
             }
         return cls(**values)
 
 
-def _number(value: Any) -> Any:
-    """A JSON key ("0.25") as the number it names; anything else unchanged (for the range check)."""
+def _blend_key(key: Any) -> Any:
+    """A JSON key ("0.25") as the blend it names; a key that names no number is left for the range check."""
     try:
-        return float(value)
+        return float(key)
     except (TypeError, ValueError):
-        return value
+        return key
 
 
 def _fraction(value: Any, name: str) -> float:
