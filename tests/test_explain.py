@@ -17,6 +17,7 @@ from torch import nn
 from lsnpc import LSNPC, MLPClassifier
 from lsnpc._torch import seeded
 from lsnpc._validation import NotFittedError
+from lsnpc.corrector.guard import GuardDecision
 from lsnpc.explain import (
     classifier_cams,
     corrected_cams,
@@ -126,7 +127,7 @@ def test_grad_cam_on_any_network_and_layer() -> None:
 
 def test_the_guard_falling_back_to_the_base_model_is_said(setting) -> None:
     corrector = copy.copy(setting["corrector"])
-    corrector.guard_ = {"applied": True, "blend": 0.0}
+    corrector.guard_ = GuardDecision(applied=True, blend=0.0)
     with pytest.warns(UserWarning, match="guard hands back the base model"):
         corrected_cams(corrector, setting["x"][:1], setting["probs"][:1], 0, layer="0.layer4")
 

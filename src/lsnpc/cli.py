@@ -59,6 +59,7 @@ def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], metrics
     from rich.table import Table
 
     from lsnpc.experiments.report import METRIC_TITLES
+    from lsnpc.metrics import LOWER_IS_BETTER
 
     table = Table(title=title)
     table.add_column("method", no_wrap=True)
@@ -67,8 +68,7 @@ def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], metrics
     best = {}
     for m in metrics:
         vals = [r[m] for _, r in rows if m in r]
-        lower = m in {"hamming_loss", "ranking_loss", "one_error", "coverage"}
-        best[m] = (min if lower else max)(vals) if vals else None
+        best[m] = (min if m in LOWER_IS_BETTER else max)(vals) if vals else None
     for name, values in rows:
         cells = []
         for m in metrics:
@@ -80,6 +80,11 @@ def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], metrics
 
 
 # ----------------------------------------------------------------------------- demo
+
+# demo builds a one-group experiment config: its fields, as the flags that set them
+_DEMO_FLAGS = {"seeds[0]": "--seed", "device": "--device", "datasets[0].name": "--dataset",
+               "datasets[0].max_train": "--max-train", "noise[0].kind": "--noise-kind",
+               "noise[0].rate": "--noise-rate"}
 
 
 @app.command()
@@ -102,25 +107,27 @@ def demo(
     The base MLP is trained on noisy labels (and chooses its epoch on noisy validation labels);
     KNN and LSNPC (unsupervised: no clean label anywhere) correct its test-set probabilities.
     """
-    from lsnpc.experiments.config import ComponentSpec, DatasetSpec, NoiseSpec, _parse_kind, _parse_rate
-    from lsnpc.experiments.grid import GroupTask, RunSpec
-    from lsnpc.experiments.runner import run_group
+    from lsnpc.experiments import ConfigError, expand_runs, get_component, group_runs, parse_config, run_group
 
-    _parse_kind(noise_kind, "--noise-kind")
-    _parse_rate(noise_rate, "--noise-rate")
     console = _console()
-    spec = DatasetSpec(name=dataset, data_home=str(data_home) if data_home else None, max_train=max_train)
-    noise = NoiseSpec(noise_kind, noise_rate)
-    classifier = ComponentSpec("mlp", "MLP (base)", {"epochs": mlp_epochs} if mlp_epochs else {})
-    processors = [ComponentSpec("none", "none"), ComponentSpec("knn", "KNN"),
-                  ComponentSpec("lsnpc", "LSNPC", {"epochs": lsnpc_epochs} if lsnpc_epochs else {})]
-    runs = tuple(RunSpec("demo", spec, noise, classifier, p, seed, device) for p in processors)
-    task = GroupTask(spec, noise, seed, device, runs)
+    raw = {
+        "name": "demo", "device": device, "seeds": [seed],
+        "datasets": [{"name": dataset, "data_home": str(data_home) if data_home else None, "max_train": max_train}],
+        "noise": [{"kind": noise_kind, "rate": noise_rate}],
+        "classifiers": [{"name": "mlp", "params": {"epochs": mlp_epochs} if mlp_epochs else {}}],
+        "post_processors": ["none", "knn", {"name": "lsnpc", "params": {"epochs": lsnpc_epochs} if lsnpc_epochs else {}}],
+    }
+    try:
+        (task,) = group_runs(expand_runs(parse_config(raw)))
+    except ConfigError as exc:  # say the config field as the flag that set it
+        field, _, detail = str(exc).partition(": ")
+        raise ValueError(f"{_DEMO_FLAGS.get(field, field)}: {detail}") from None
     start = time.perf_counter()
     with console.status(f"[bold]{dataset}[/]: {noise_kind} noise {noise_rate:.0%}, training the base MLP, "
                         "then KNN and LSNPC ..."):
         result = run_group(task, None, threads=threads, raise_errors=True)
-    names = {"none": "base MLP", "knn": "+ KNN", "lsnpc": "+ LSNPC"}
+    names = {name: f"base {get_component('mlp').title}" if name == "none" else f"+ {get_component(name).title}"
+             for name in (r["processor_name"] for r in result.rows)}
     metrics = ["micro_f1", "macro_f1", "map", "lrap", "hamming_loss", "ranking_loss"]
     rows = [(names[r["processor_name"]], r) for r in result.rows]
     first_row = result.rows[0]

@@ -14,12 +14,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 
+from .._numerics import standardization
 from .._torch import num_threads, resolve_device, seeded, torch_seed_from
 from .._validation import (
     NotFittedError,
     check_array,
+    check_bool,
     check_in_choices,
     check_is_fitted,
     check_labelled_triple,
@@ -31,7 +34,7 @@ from .._validation import (
     check_scalar,
 )
 from .config import ModelSpec, TrainingConfig, build_model
-from .guard import decide_blend
+from .guard import GuardDecision, decide_blend
 from .inference import FoldedCorrector
 from .label_posterior import label_correction, label_posterior
 from .model import LATENT_FAMILIES, infer_output_dim
@@ -45,13 +48,17 @@ FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
 
 
-class LSNPC:
+class LSNPC(BaseEstimator):
     """Latent-space-shift noisy prediction correction (LSNPC) for multilabel classifiers.
 
     A post-processor: it never retrains the base classifier. From features X and the base model's
     probabilities on them it learns the generative model of section 4 (a true-label latent z, its
     shifted neighbour ẑ that generated the base model's labels ŷ) and corrects a prediction as
     E[y | x, h] ≈ mean over Monte-Carlo draws of g_φ(x, z), z ~ q(z | ẑ), ẑ ~ q(ẑ | x, ŷ).
+
+    A scikit-learn estimator: the constructor only stores the parameters below (they are checked in
+    ``fit``), and ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr (which shows the
+    parameters that differ from the defaults) come from ``BaseEstimator``.
 
     Parameters
     ----------
@@ -70,7 +77,9 @@ class LSNPC:
     encoder : torch.nn.Module or None
         Optional data encoder mapping a batch of X to (batch, h), e.g. the trunk of the base classifier
         (``MLPClassifier().fit(...).trunk_``). A trainable copy is fine-tuned; the original is untouched.
-        With None, LSNPC builds its own MLP over standardised X.
+        With None, LSNPC builds its own MLP over standardised X. The module is a parameter like any
+        other: ``get_params(deep=True)`` returns it as it is (its weights are not parameters), and
+        ``clone`` gives the clone its own deep copy.
     epochs : int or "auto"
         Passes over the noisy data. "auto" (default) adapts to the data size: enough epochs for about
         ``min_steps`` optimiser steps, between 5 and 200 epochs (small data sets need many epochs of
@@ -124,7 +133,7 @@ class LSNPC:
     best_epoch_ : int             the selected epoch (1-based; 0 = the warm start)
     selection_ : str              which criterion chose it and which labels it used
     history_ : list of dict       per-epoch losses and validation scores
-    guard_ : dict                 the guard's evidence and decision
+    guard_ : GuardDecision        the guard's decision and its evidence (``guard_.blend`` is applied)
     """
 
     def __init__(
@@ -204,22 +213,6 @@ class LSNPC:
         params.update(overrides)
         return cls(**params)
 
-    def get_params(self, deep: bool = False) -> dict[str, Any]:
-        """The constructor parameters (scikit-learn convention)."""
-        return {name: getattr(self, name) for name in _PARAM_NAMES}
-
-    def set_params(self, **params: Any) -> LSNPC:
-        for name, value in params.items():
-            if name not in _PARAM_NAMES:
-                raise ValueError(f"unknown parameter {name!r}; valid: {', '.join(_PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.get_params().items() if v is not _DEFAULTS[k] and v != _DEFAULTS[k]}
-        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
-        return f"LSNPC({args})"
-
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
         check_in_choices(self.latent, "latent", LATENT_FAMILIES)
@@ -243,6 +236,8 @@ class LSNPC:
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+        for name in ("warm_start", "guard", "verbose"):
+            check_bool(getattr(self, name), name)
         if self.encoder is not None and not isinstance(self.encoder, nn.Module):
             raise ValueError(f"encoder must be a torch.nn.Module or None, got {type(self.encoder).__name__}")
 
@@ -304,7 +299,7 @@ class LSNPC:
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
 
-        params = self.get_params()
+        params = self.get_params(deep=False)
         n_features = int(np.prod(d_shape))
         with num_threads(self.n_threads), seeded(seed, device):
             data_dim = None
@@ -315,7 +310,7 @@ class LSNPC:
                 encoder=self.encoder, data_dim=data_dim,
             ).to(device)
             if self.encoder is None:
-                model.data_encoder.set_standardization(*_standardization(Xa))
+                model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
             data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
@@ -333,13 +328,14 @@ class LSNPC:
         self.best_epoch_ = result.best_epoch
         self.history_ = result.history
         self.selection_ = result.selection_description
-        self.guard_ = {"applied": False, "reason": "guard=False" if not self.guard else "no clean validation labels", "blend": 1.0}
         if self.guard and val is not None:
             self.guard_ = self._decide_guard(*val)
+        else:
+            self.guard_ = GuardDecision.skipped("guard=False" if not self.guard else "no clean validation labels")
         return self
 
     # ------------------------------------------------------------------ guard
-    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> dict[str, Any]:
+    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> GuardDecision:
         """The guard's decision on the validation triple (see :mod:`lsnpc.corrector.guard`)."""
         corrected = self._raw_correct(X_val, p_val)
         return decide_blend(
@@ -387,10 +383,10 @@ class LSNPC:
         Returns
         -------
         ndarray (n, L) float32 in [0, 1]: E[y | x, h] by Monte Carlo (``n_samples`` draws), blended with
-        the base probabilities as the guard decided (``guard_["blend"]``, 1.0 = pure LSNPC).
+        the base probabilities as the guard decided (``guard_.blend``, 1.0 = pure LSNPC).
         """
         Xa, P = self._check_predict_input(X, pred_probs)
-        alpha = float(self.guard_.get("blend", 1.0))
+        alpha = self.guard_.blend
         if alpha == 0.0:
             return P.copy()
         corrected = self._raw_correct(Xa, P)
@@ -446,7 +442,8 @@ class LSNPC:
         """
         check_is_fitted(self, "model_")
         fitted = {name: getattr(self, name) for name in FITTED_FIELDS}
-        save_corrector(path, params=self.get_params(), fitted=fitted, model=self.model_)
+        fitted["guard_"] = self.guard_.to_dict()
+        save_corrector(path, params=self.get_params(deep=False), fitted=fitted, model=self.model_)
 
     @classmethod
     def load(cls, path: str, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
@@ -464,7 +461,7 @@ class LSNPC:
         estimator._check_params()
         fitted = saved.fitted
         model = build_model(
-            ModelSpec.from_params(estimator.get_params()), n_features=int(fitted["n_features_in_"]),
+            ModelSpec.from_params(estimator.get_params(deep=False)), n_features=int(fitted["n_features_in_"]),
             n_labels=int(fitted["n_labels_"]), encoder=encoder, data_dim=int(fitted["data_dim_"]),
         )
         saved.load_weights(model)
@@ -472,22 +469,10 @@ class LSNPC:
         model.to(dev).eval()
         for name in FITTED_FIELDS:
             setattr(estimator, name, fitted[name])
+        try:
+            estimator.guard_ = GuardDecision.from_dict(fitted["guard_"])
+        except ValueError as exc:
+            raise ValueError(f"{saved.path} holds a corrupt guard decision: {exc}") from exc
         estimator.model_ = model
         estimator.device_ = dev
         return estimator
-
-
-def _standardization(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    flat = X.reshape(len(X), -1).astype(np.float64)
-    mean = flat.mean(0)
-    scale = flat.std(0)
-    scale[scale < 1e-8] = 1.0
-    return torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(scale, dtype=torch.float32)
-
-
-_DEFAULTS = {
-    name: param.default
-    for name, param in __import__("inspect").signature(LSNPC.__init__).parameters.items()
-    if name != "self"
-}
-_PARAM_NAMES = tuple(_DEFAULTS)

@@ -271,9 +271,7 @@ def corrected_cams(
     """
     x, noisy, model, n_samples = _prepare(corrector, images, pred_probs, n_samples, seed)
     target = _find_layer(model.data_encoder, layer)
-    guard = corrector.guard_  # a dict today; read it so that a dataclass with .blend works too
-    blend = guard.get("blend", 1.0) if isinstance(guard, dict) else getattr(guard, "blend", 1.0)
-    if float(blend) == 0.0:
+    if corrector.guard_.blend == 0.0:
         warnings.warn("the guard hands back the base model's probabilities (guard_ blend 0): these maps "
                       "explain a correction that predict_proba does not return", UserWarning, stacklevel=2)
 
