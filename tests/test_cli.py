@@ -203,6 +203,11 @@ def test_evaluate_prints_a_table_by_default(tmp_path: Path) -> None:
     assert "micro-F1" in result.stdout and "0.7500" in result.stdout  # 3 of 4 samples right
 
 
+def test_demo_names_the_flag_of_a_bad_value() -> None:
+    assert_user_error(lsnpc("demo", "--noise-rate", "1.5"), "--noise-rate", "[0, 1)")
+    assert_user_error(lsnpc("demo", "--noise-kind", "uniform"), "--noise-kind", "symmetric, pairflip")
+
+
 # ----------------------------------------------------------------------------- as people script it
 
 

@@ -49,18 +49,19 @@ def test_records_selection_history_and_guard(fitted: LSNPC) -> None:
     assert len(epochs) == fitted.epochs_ == 2
     assert all(math.isfinite(h["loss"]) and "val_micro_f1" in h for h in epochs)
     assert 0 <= fitted.best_epoch_ <= 2
-    assert fitted.guard_["applied"] and fitted.guard_["blend"] in (0.0, 0.25, 0.5, 0.75, 1.0)
+    assert fitted.guard_.applied and fitted.guard_.blend in (0.0, 0.25, 0.5, 0.75, 1.0)
     # the guard never hands back something validation says is worse than the base model
     guard = fitted.guard_
-    assert guard["val_chosen_micro_f1"] >= guard["val_base_micro_f1"]
-    assert guard["val_chosen_macro_f1"] >= guard["val_base_macro_f1"]
+    assert guard.val_chosen_micro_f1 >= guard.val_base_micro_f1
+    assert guard.val_chosen_macro_f1 >= guard.val_base_macro_f1
 
 
 def test_without_clean_labels_selects_on_noisy_elbo(problem: dict[str, np.ndarray]) -> None:
     model = LSNPC(random_state=0, **FAST).fit(problem["X"][:200], problem["P"][:200])
     assert model.selection_.startswith("noisy_elbo") and "no clean labels" in model.selection_
     assert all("holdout_neg_elbo" in h for h in model.history_ if h["phase"] == "train")
-    assert model.guard_["applied"] is False
+    assert model.guard_.applied is False and model.guard_.blend == 1.0
+    assert model.guard_.reason == "no clean validation labels"
 
 
 @pytest.mark.parametrize("latent", ["gauss", "learned"])
@@ -237,3 +238,4 @@ def test_clean_set_of_another_sample_shape_is_rejected_with_an_encoder():
         LSNPC(encoder=encoder, epochs=1).fit(
             X, P, X_clean=np.zeros((3, 4, 3), np.float32), y_clean=np.zeros((3, 2)), pred_probs_clean=P[:3]
         )
+

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from lsnpc import LSNPC
+from lsnpc.corrector.guard import GuardDecision
 
 from tests.test_corrector import FAST, fitted, problem  # noqa: F401 - the fixtures, shared
 
@@ -54,6 +55,7 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
     loaded = LSNPC.load(target)
     np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
     assert loaded.selection_ == fitted.selection_ and loaded.best_epoch_ == fitted.best_epoch_
+    assert loaded.guard_ == fitted.guard_ and isinstance(loaded.guard_, GuardDecision)
     assert loaded.get_params() == {**fitted.get_params(), "device": "cpu"}
 
 
@@ -168,7 +170,7 @@ def test_edited_config_is_refused(saved: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "match"),
     [
-        (lambda c: c["fitted"]["guard_"].update(blend=5.0), "guard_ must be an object whose 'blend' is a number in"),
+        (lambda c: c["fitted"]["guard_"].update(blend=5.0), "corrupt guard decision: guard_.blend"),
         (lambda c: c["fitted"].pop("n_labels_"), "fitted fields n_labels_ are missing"),
         (lambda c: c["fitted"].update(n_labels_="4"), "n_labels_ must be a positive integer"),
         (lambda c: c["fitted"].update(best_epoch_=99), "best_epoch_ must be an integer in"),
@@ -276,7 +278,7 @@ def test_predict_proba_raises_instead_of_returning_non_finite(fitted: LSNPC, pro
     import copy
 
     broken = copy.deepcopy(fitted)
-    broken.guard_ = {**broken.guard_, "blend": 1.0}
+    broken.guard_ = GuardDecision.skipped("the pure correction, to see it")
     with torch.no_grad():
         next(broken.model_.label_decoder.parameters()).fill_(float("nan"))
     with pytest.raises(ValueError, match="non-finite probabilities for 50 of 50 rows"):

@@ -184,6 +184,7 @@ def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], metrics
     from rich.table import Table
 
     from lsnpc.experiments.report import METRIC_TITLES
+    from lsnpc.metrics import LOWER_IS_BETTER
 
     table = Table(title=title)
     table.add_column("method", no_wrap=True)
@@ -192,8 +193,7 @@ def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], metrics
     best = {}
     for m in metrics:
         vals = [r[m] for _, r in rows if m in r]
-        lower = m in {"hamming_loss", "ranking_loss", "one_error", "coverage"}
-        best[m] = (min if lower else max)(vals) if vals else None
+        best[m] = (min if m in LOWER_IS_BETTER else max)(vals) if vals else None
     for name, values in rows:
         cells = []
         for m in metrics:
@@ -205,6 +205,11 @@ def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], metrics
 
 
 # ----------------------------------------------------------------------------- demo
+
+# demo builds a one-group experiment config: its fields, as the flags that set them
+_DEMO_FLAGS = {"seeds[0]": "--seed", "device": "--device", "datasets[0].name": "--dataset",
+               "datasets[0].max_train": "--max-train", "noise[0].kind": "--noise-kind",
+               "noise[0].rate": "--noise-rate"}
 
 
 @app.command()
@@ -228,25 +233,27 @@ def demo(
     The base MLP is trained on noisy labels (and chooses its epoch on noisy validation labels);
     KNN and LSNPC (unsupervised: no clean label anywhere) correct its test-set probabilities.
     """
-    from lsnpc.experiments.config import ComponentSpec, DatasetSpec, NoiseSpec, _parse_kind, _parse_rate
-    from lsnpc.experiments.grid import GroupTask, RunSpec
-    from lsnpc.experiments.runner import run_group
+    from lsnpc.experiments import ConfigError, expand_runs, get_component, group_runs, parse_config, run_group
 
-    _parse_kind(noise_kind, "--noise-kind")
-    _parse_rate(noise_rate, "--noise-rate")
-    spec = DatasetSpec(name=dataset, data_home=str(data_home) if data_home else None, max_train=max_train)
-    noise = NoiseSpec(noise_kind, noise_rate)
-    classifier = ComponentSpec("mlp", "MLP (base)", {"epochs": mlp_epochs} if mlp_epochs else {})
-    processors = [ComponentSpec("none", "none"), ComponentSpec("knn", "KNN"),
-                  ComponentSpec("lsnpc", "LSNPC", {"epochs": lsnpc_epochs} if lsnpc_epochs else {})]
-    runs = tuple(RunSpec("demo", spec, noise, classifier, p, seed, device) for p in processors)
-    task = GroupTask(spec, noise, seed, device, runs)
+    raw = {
+        "name": "demo", "device": device, "seeds": [seed],
+        "datasets": [{"name": dataset, "data_home": str(data_home) if data_home else None, "max_train": max_train}],
+        "noise": [{"kind": noise_kind, "rate": noise_rate}],
+        "classifiers": [{"name": "mlp", "params": {"epochs": mlp_epochs} if mlp_epochs else {}}],
+        "post_processors": ["none", "knn", {"name": "lsnpc", "params": {"epochs": lsnpc_epochs} if lsnpc_epochs else {}}],
+    }
+    try:
+        (task,) = group_runs(expand_runs(parse_config(raw)))
+    except ConfigError as exc:  # say the config field as the flag that set it
+        field, _, detail = str(exc).partition(": ")
+        raise ValueError(f"{_DEMO_FLAGS.get(field, field)}: {detail}") from None
     start = time.perf_counter()
     with _status(f"[bold]{dataset}[/]: {noise_kind} noise {noise_rate:.0%}, training the base MLP, "
                  "then KNN and LSNPC ..."):
         result = run_group(task, None, threads=threads, raise_errors=True)
     seconds = time.perf_counter() - start
-    names = {"none": "base MLP", "knn": "+ KNN", "lsnpc": "+ LSNPC"}
+    names = {name: f"base {get_component('mlp').title}" if name == "none" else f"+ {get_component(name).title}"
+             for name in (r["processor_name"] for r in result.rows)}
     metrics = ["micro_f1", "macro_f1", "map", "lrap", "hamming_loss", "ranking_loss"]
     first_row = result.rows[0]
     if as_json:
@@ -339,31 +346,33 @@ def evaluate(
     _console().print(table)
 
 
-# LSNPC parameters with a flag of their own in `lsnpc fit`, which --set must not take.
-_FIT_FLAGS = {"latent": "--latent", "epochs": "--epochs", "random_state": "--seed", "device": "--device",
-              "n_threads": "--threads"}
+# LSNPC parameters with a flag of their own, which --set must not take: in every command that fits
+# LSNPC, and in `lsnpc fit`.
+_OWN_FLAGS = {"random_state": "--seed", "device": "--device", "n_threads": "--threads"}
+_FIT_FLAGS = {"latent": "--latent", "epochs": "--epochs", **_OWN_FLAGS}
 _FIT_ERRORS = dict(X="--features", pred_probs="--probs", X_clean="--clean-features", y_clean="--clean-labels",
                    pred_probs_clean="--clean-probs", X_val="--val-features", y_val="--val-labels",
                    pred_probs_val="--val-probs", **_FIT_FLAGS)
 
 
-def _parse_sets(values: list[str] | None) -> dict[str, Any]:
-    """``--set NAME=VALUE`` items as LSNPC parameters (values read as YAML: 3, 0.5, true, gauss)."""
+def _parse_sets(values: list[str] | None, own_flags: Mapping[str, str] = _OWN_FLAGS) -> dict[str, Any]:
+    """``--set NAME=VALUE`` items as LSNPC parameters (values read as YAML: 3, 0.5, true, gauss); a name
+    in ``own_flags`` is refused with the flag to use instead."""
     import yaml
 
     from lsnpc.corrector import LSNPC
 
-    known = set(LSNPC().get_params()) - {"encoder"}
+    known = set(LSNPC._get_param_names()) - {"encoder"}
     out: dict[str, Any] = {}
     for item in values or []:
         if "=" not in item:
             raise ValueError(f"--set must look like NAME=VALUE, got {item!r}")
         key, raw = (part.strip() for part in item.split("=", 1))
-        if key in _FIT_FLAGS:
-            raise ValueError(f"--set {key}=...: use {_FIT_FLAGS[key]} instead")
+        if key in own_flags:
+            raise ValueError(f"--set {key}=...: use {own_flags[key]} instead")
         if key not in known:
             raise ValueError(f"--set {key}=...: LSNPC has no parameter {key!r}; it has "
-                             f"{', '.join(sorted(known - set(_FIT_FLAGS)))}")
+                             f"{', '.join(sorted(known - set(own_flags)))}")
         try:
             out[key] = yaml.safe_load(raw)
         except yaml.YAMLError as exc:
@@ -417,7 +426,7 @@ def fit(
         check_save_target(out, overwrite=force)  # before minutes of training, not after
     except FileExistsError as exc:
         raise FileExistsError(f"--out: {exc}") from None
-    params = _parse_sets(set_)
+    params = _parse_sets(set_, _FIT_FLAGS)
     params.update(random_state=seed, device=device, n_threads=threads)
     if epochs is not None:
         params["epochs"] = epochs
@@ -639,6 +648,104 @@ def report(
                      for key, value in paths.items()})
         return
     _console().print(f"wrote {paths['markdown']}, {paths['html']} and {len(paths['plots'])} plot(s)")
+
+
+# ----------------------------------------------------------------------------- label issues
+
+
+@app.command("label-issues")
+@_user_errors
+def label_issues(
+    features: Annotated[Path, typer.Option(help="Features X, shape (n, d), of the labelled rows.")],
+    labels: Annotated[Path, typer.Option(help="The given (possibly wrong) 0/1 labels, shape (n, L); a CSV header "
+                                              "names the labels.")],
+    probs: Annotated[Path, typer.Option(help="A model's out-of-fold probabilities on the rows, shape (n, L).")],
+    out: Annotated[Path, typer.Option(help="Where to write the ranked issues (CSV: row, label, given, suggested, "
+                                           "score).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of text.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Any LSNPC parameter, NAME=VALUE (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same issues.")] = 0,
+    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
+    threads: Annotated[int, typer.Option(help="Torch threads (1 is fastest for these small networks).")] = 1,
+) -> None:
+    """Find the labels that look wrong and suggest what they should be (LSNPC's label posterior).
+
+    Writes every flagged entry, most suspicious first (score = how likely the given label is right),
+    and prints how many entries, rows and labels are affected.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    if out.suffix.lower() != ".csv":
+        raise ValueError(f"--out must end in .csv; got {str(out)!r}")
+    if out.exists() and not force:
+        raise ValueError(f"--out {out} exists; pass --force to replace it")
+    stderr = Console(stderr=True)
+    steps = ("reading the arrays", "fitting LSNPC", "scoring the labels", "writing the table")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=stderr, transient=True, disable=not stderr.is_terminal) as progress:
+        bar = progress.add_task(steps[0], total=len(steps))
+        X, _ = _read(features, "--features")
+        Y, names = _read(labels, "--labels")
+        P, _ = _read(probs, "--probs")
+        progress.update(bar, advance=1, description=steps[1])
+        from lsnpc.label_issues import fit_corrector
+
+        params = {**_parse_sets(set_), "random_state": seed, "device": device, "n_threads": threads}
+        corrector, given = fit_corrector(*_check_label_arrays(X, Y, P), features=X, **params)
+        progress.update(bar, advance=1, description=steps[2])
+        scores = corrector.label_quality_scores(X, given, P)
+        suggested = corrector.correct_labels(X, given, P)
+        progress.update(bar, advance=1, description=steps[3])
+        summary = _write_issues(out, given, suggested, scores, names)
+        progress.update(bar, advance=1)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    console = _console()
+    console.print(f"{summary['entries']} label entries look wrong ({summary['entries_share']:.2%} of "
+                  f"{summary['n_rows']} x {summary['n_labels']}), in {summary['rows']} rows and {summary['labels']} "
+                  f"labels; written, most suspicious first, to {out}")
+    if summary["worst_labels"]:
+        console.print("labels with the most issues: " + ", ".join(
+            f"{w['label']} ({w['issues']})" for w in summary["worst_labels"]))
+
+
+def _check_label_arrays(X: Any, Y: Any, P: Any) -> tuple[Any, Any]:
+    """The labels and probabilities checked under the command's flag names."""
+    from lsnpc._validation import check_multilabel, check_probabilities, check_same_n_samples
+
+    P = check_probabilities(P, "--probs", min_samples=2)
+    Y = check_multilabel(Y, "--labels", min_samples=2)
+    if Y.shape[1] != P.shape[1]:
+        raise ValueError(f"--labels has {Y.shape[1]} label columns, but --probs has {P.shape[1]}")
+    check_same_n_samples(**{"--features": X, "--labels": Y, "--probs": P})
+    return Y, P
+
+
+def _write_issues(out: Path, given: Any, suggested: Any, scores: Any, names: list[str] | None) -> dict[str, Any]:
+    """Write the flagged entries ranked by score (atomically) and return the summary."""
+    import numpy as np
+    import pandas as pd
+
+    from lsnpc._io import atomic_path
+
+    rows, cols = np.nonzero(suggested != given)
+    order = np.argsort(scores[rows, cols], kind="stable")
+    rows, cols = rows[order], cols[order]
+    label_names = names if names is not None and len(names) == given.shape[1] else [str(k) for k in range(given.shape[1])]
+    table = pd.DataFrame({"row": rows, "label": [label_names[k] for k in cols], "given": given[rows, cols],
+                          "suggested": suggested[rows, cols], "score": np.round(scores[rows, cols], 6)})
+    with atomic_path(out, suffix=".csv") as tmp:
+        table.to_csv(tmp, index=False)
+    per_label = np.bincount(cols, minlength=given.shape[1])
+    worst = [k for k in np.argsort(-per_label, kind="stable")[:5] if per_label[k] > 0]
+    return {
+        "entries": int(len(rows)), "entries_share": float(len(rows) / given.size),
+        "rows": int(len(np.unique(rows))), "labels": int((per_label > 0).sum()),
+        "n_rows": int(given.shape[0]), "n_labels": int(given.shape[1]), "out": str(out),
+        "worst_labels": [{"label": label_names[k], "issues": int(per_label[k])} for k in worst],
+    }
 
 
 def main() -> None:

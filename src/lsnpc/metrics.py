@@ -24,6 +24,8 @@ Conventions (so numbers can be compared with papers):
 - ``hamming_loss`` and ``subset_accuracy``: scikit-learn's ``hamming_loss`` / ``accuracy_score`` of
   the binarised predictions.
 - A metric that is undefined for the input (e.g. mAP when no label has a positive) is NaN.
+- :data:`LOWER_IS_BETTER` names the losses (ranking loss, Hamming loss, one-error, coverage); for
+  every other metric larger is better.
 
 This module is torch-free.
 
@@ -55,6 +57,7 @@ from lsnpc._validation import (
 
 __all__ = [
     "METRIC_NAMES",
+    "LOWER_IS_BETTER",
     "evaluate",
     "binarize",
     "per_label_f1",
@@ -82,6 +85,9 @@ METRIC_NAMES: tuple[str, ...] = (
     "coverage",
     "subset_accuracy",
 )
+
+#: The metrics of :data:`METRIC_NAMES` for which smaller is better; for the others larger is better.
+LOWER_IS_BETTER: frozenset[str] = frozenset({"ranking_loss", "hamming_loss", "one_error", "coverage"})
 
 
 def _check_inputs(y_true: Any, probs: Any) -> tuple[np.ndarray, np.ndarray]:

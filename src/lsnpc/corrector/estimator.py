@@ -17,15 +17,19 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 
+from .._numerics import standardization
 from .._torch import num_threads, resolve_device, seeded, torch_seed_from
 from .._validation import (
     NotFittedError,
     check_array,
+    check_bool,
     check_in_choices,
     check_is_fitted,
     check_labelled_triple,
+    check_multilabel,
     check_n_features,
     check_probabilities,
     check_random_state,
@@ -33,8 +37,9 @@ from .._validation import (
     check_scalar,
 )
 from .config import ModelSpec, TrainingConfig, build_model
-from .guard import decide_blend
+from .guard import GuardDecision, decide_blend
 from .inference import FoldedCorrector
+from .label_posterior import label_correction, label_posterior
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
 from .training import TrainingData, train_latent_shift_model
@@ -49,13 +54,17 @@ SCHEDULES = ("cosine", "paper", "constant")
 _FAR_FROM_TRAINING = 1e3
 
 
-class LSNPC:
+class LSNPC(BaseEstimator):
     """Latent-space-shift noisy prediction correction (LSNPC) for multilabel classifiers.
 
     A post-processor: it never retrains the base classifier. From features X and the base model's
     probabilities on them it learns the generative model of section 4 (a true-label latent z, its
     shifted neighbour ẑ that generated the base model's labels ŷ) and corrects a prediction as
     E[y | x, h] ≈ mean over Monte-Carlo draws of g_φ(x, z), z ~ q(z | ẑ), ẑ ~ q(ẑ | x, ŷ).
+
+    A scikit-learn estimator: the constructor only stores the parameters below (they are checked in
+    ``fit``), and ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr (which shows the
+    parameters that differ from the defaults) come from ``BaseEstimator``.
 
     Parameters
     ----------
@@ -74,7 +83,9 @@ class LSNPC:
     encoder : torch.nn.Module or None
         Optional data encoder mapping a batch of X to (batch, h), e.g. the trunk of the base classifier
         (``MLPClassifier().fit(...).trunk_``). A trainable copy is fine-tuned; the original is untouched.
-        With None, LSNPC builds its own MLP over standardised X.
+        With None, LSNPC builds its own MLP over standardised X. The module is a parameter like any
+        other: ``get_params(deep=True)`` returns it as it is (its weights are not parameters), and
+        ``clone`` gives the clone its own deep copy.
     epochs : int or "auto"
         Passes over the noisy data. "auto" (default) adapts to the data size: enough epochs for about
         ``min_steps`` optimiser steps, between 5 and 200 epochs (small data sets need many epochs of
@@ -133,7 +144,7 @@ class LSNPC:
     best_epoch_ : int             the selected epoch (1-based; 0 = the warm start)
     selection_ : str              which criterion chose it and which labels it used
     history_ : list of dict       per-epoch losses and validation scores
-    guard_ : dict                 the guard's evidence and decision
+    guard_ : GuardDecision        the guard's decision and its evidence (``guard_.blend`` is applied)
     """
 
     def __init__(
@@ -213,22 +224,6 @@ class LSNPC:
         params.update(overrides)
         return cls(**params)
 
-    def get_params(self, deep: bool = False) -> dict[str, Any]:
-        """The constructor parameters (scikit-learn convention)."""
-        return {name: getattr(self, name) for name in _PARAM_NAMES}
-
-    def set_params(self, **params: Any) -> LSNPC:
-        for name, value in params.items():
-            if name not in _PARAM_NAMES:
-                raise ValueError(f"unknown parameter {name!r}; valid: {', '.join(_PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.get_params().items() if v is not _DEFAULTS[k] and v != _DEFAULTS[k]}
-        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
-        return f"LSNPC({args})"
-
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
         """Check every constructor parameter (scikit-learn style: called by fit, and by load on a saved
@@ -250,11 +245,10 @@ class LSNPC:
         check_in_choices(self.schedule, "schedule", SCHEDULES)
         check_scalar(self.guard_confidence, "guard_confidence", low=0, high=1)
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
-        for name in ("warm_start", "guard", "verbose"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+        for name in ("warm_start", "guard", "verbose"):
+            check_bool(getattr(self, name), name)
         check_random_state(self.random_state)
         resolve_device(self.device)
         if self.encoder is not None and not isinstance(self.encoder, nn.Module):
@@ -323,7 +317,7 @@ class LSNPC:
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
 
-        params = self.get_params()
+        params = self.get_params(deep=False)
         n_features = int(np.prod(d_shape))
         with num_threads(self.n_threads), seeded(seed, device):
             data_dim = None
@@ -334,7 +328,7 @@ class LSNPC:
                 encoder=self.encoder, data_dim=data_dim,
             ).to(device)
             if self.encoder is None:
-                model.data_encoder.set_standardization(*_standardization(Xa))
+                model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
             data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
@@ -352,13 +346,14 @@ class LSNPC:
         self.best_epoch_ = result.best_epoch
         self.history_ = result.history
         self.selection_ = result.selection_description
-        self.guard_ = {"applied": False, "reason": "guard=False" if not self.guard else "no clean validation labels", "blend": 1.0}
         if self.guard and val is not None:
             self.guard_ = self._decide_guard(*val)
+        else:
+            self.guard_ = GuardDecision.skipped("guard=False" if not self.guard else "no clean validation labels")
         return self
 
     # ------------------------------------------------------------------ guard
-    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> dict[str, Any]:
+    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> GuardDecision:
         """The guard's decision on the validation triple (see :mod:`lsnpc.corrector.guard`)."""
         corrected = self._raw_correct(X_val, p_val)
         return decide_blend(
@@ -428,10 +423,10 @@ class LSNPC:
         Returns
         -------
         ndarray (n, L) float32 in [0, 1]: E[y | x, h] by Monte Carlo (``n_samples`` draws), blended with
-        the base probabilities as the guard decided (``guard_["blend"]``, 1.0 = pure LSNPC).
+        the base probabilities as the guard decided (``guard_.blend``, 1.0 = pure LSNPC).
         """
         Xa, P = self._check_predict_input(X, pred_probs)
-        alpha = float(self.guard_.get("blend", 1.0))
+        alpha = self.guard_.blend
         if alpha == 0.0:
             return P.copy()
         corrected = self._raw_correct(Xa, P)
@@ -451,6 +446,41 @@ class LSNPC:
         check_scalar(threshold, "threshold", low=0, high=1)
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
 
+    # ------------------------------------------------------------------ label issues
+    def _label_inputs(self, X: Any, labels: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(given labels as (n, L) 0/1, pred_probs, this corrector's correction of them)."""
+        Xa, P = self._check_predict_input(X, pred_probs)
+        given = check_multilabel(labels, "labels", n_labels=P.shape[1])
+        check_same_n_samples(labels=given, pred_probs=P)
+        return given, P, self.predict_proba(Xa, P)
+
+    def label_posterior(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """P(true label = 1 | x, given labels) (n, L), float64.
+
+        ``labels``: the given (noisy) labels of the rows X, multi-hot (n, L) or lists of class indices;
+        ``pred_probs``: a model's out-of-fold probabilities on them (``lsnpc.cross_val_pred_probs``).
+        The prior is this corrector's correction of ``pred_probs`` blended with them; the noise, a swap
+        channel estimated from ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`).
+        """
+        return label_posterior(*self._label_inputs(X, labels, pred_probs))
+
+    def label_quality_scores(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """How likely each given label is right (n, L) in [0, 1]; low = likely wrong."""
+        given, P, corrected = self._label_inputs(X, labels, pred_probs)
+        posterior = label_posterior(given, P, corrected)
+        return np.where(given == 1, posterior, 1.0 - posterior)
+
+    def correct_labels(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """(n, L) 0/1 int64: the suggested labels. Each given positive is replaced by the label it most
+        likely came from (itself when it looks right), so rows keep their number of positives."""
+        return label_correction(*self._label_inputs(X, labels, pred_probs))
+
+    def find_label_issues(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """(n, L) bool: the entries :meth:`correct_labels` changes (wrong positives and the missing
+        positives they replace)."""
+        given, P, corrected = self._label_inputs(X, labels, pred_probs)
+        return label_correction(given, P, corrected) != given
+
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path, *, overwrite: bool = False) -> None:
         """Write the fitted corrector to the folder ``path`` (safetensors weights + JSON config with checksums).
@@ -462,7 +492,9 @@ class LSNPC:
         """
         check_is_fitted(self, "model_")
         fitted = {name: getattr(self, name) for name in FITTED_FIELDS}
-        save_corrector(path, params=self.get_params(), fitted=fitted, model=self.model_, overwrite=overwrite)
+        fitted["guard_"] = self.guard_.to_dict()
+        save_corrector(path, params=self.get_params(deep=False), fitted=fitted, model=self.model_,
+                       overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
@@ -477,7 +509,7 @@ class LSNPC:
         dev = resolve_device(device)
         saved = read_corrector(path, encoder=encoder)
         config_path = saved.path / "config.json"
-        unknown = sorted(set(saved.params) - (set(_PARAM_NAMES) - {"encoder"}))
+        unknown = sorted(set(saved.params) - (set(cls._get_param_names()) - {"encoder"}))
         if unknown:
             raise ValueError(f"{config_path} has parameters this lsnpc does not know: {', '.join(unknown)}")
         estimator = cls(**saved.params, encoder=encoder)
@@ -491,13 +523,17 @@ class LSNPC:
             raise ValueError(f"{config_path} is damaged: fitted data_dim_ = {fitted['data_dim_']} but hidden_dim = "
                              f"{estimator.hidden_dim}")
         model = build_model(
-            ModelSpec.from_params(estimator.get_params()), n_features=int(fitted["n_features_in_"]),
+            ModelSpec.from_params(estimator.get_params(deep=False)), n_features=int(fitted["n_features_in_"]),
             n_labels=int(fitted["n_labels_"]), encoder=encoder, data_dim=int(fitted["data_dim_"]),
         )
         saved.load_weights(model)
         model.to(dev).eval()
         for name in FITTED_FIELDS:
             setattr(estimator, name, fitted[name])
+        try:
+            estimator.guard_ = GuardDecision.from_dict(fitted["guard_"])
+        except ValueError as exc:
+            raise ValueError(f"{saved.path} holds a corrupt guard decision: {exc}") from exc
         estimator.model_ = model
         estimator.device_ = dev
         return estimator
@@ -508,19 +544,3 @@ def _check_auto_or_int(value: Any, name: str) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise ValueError(f"{name} must be 'auto' or an integer >= 1, got {value!r}")
-
-
-def _standardization(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    flat = X.reshape(len(X), -1).astype(np.float64)
-    mean = flat.mean(0)
-    scale = flat.std(0)
-    scale[scale < 1e-8] = 1.0
-    return torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(scale, dtype=torch.float32)
-
-
-_DEFAULTS = {
-    name: param.default
-    for name, param in __import__("inspect").signature(LSNPC.__init__).parameters.items()
-    if name != "self"
-}
-_PARAM_NAMES = tuple(_DEFAULTS)

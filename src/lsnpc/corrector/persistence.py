@@ -24,7 +24,7 @@ import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -289,10 +289,4 @@ def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
         raise bad("selection_", "a string")
     if not isinstance(fitted["history_"], list) or not all(isinstance(h, dict) for h in fitted["history_"]):
         raise bad("history_", "a list of objects")
-    guard = fitted["guard_"]
-    if not isinstance(guard, dict) or not isinstance(guard.get("applied"), bool):
-        raise bad("guard_", "an object with a true/false 'applied'")
-    blend = guard.get("blend")
-    if not isinstance(blend, Real) or isinstance(blend, bool) or not 0.0 <= blend <= 1.0:
-        raise bad("guard_", "an object whose 'blend' is a number in [0, 1]")
-    return fitted
+    return fitted  # guard_ is checked by GuardDecision.from_dict

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._numerics import minibatches as _batches
 from .._torch import seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
@@ -83,15 +84,6 @@ def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: 
         return int(epochs)
     steps_per_epoch = max(1, math.ceil(n_train / batch_size))
     return int(np.clip(math.ceil(min_steps / steps_per_epoch), _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS))
-
-
-def _batches(n: int, batch_size: int) -> list[torch.Tensor]:
-    """Shuffled index batches; a trailing batch of one sample is dropped (BatchNorm needs two)."""
-    order = torch.randperm(n)
-    batches = list(order.split(batch_size))
-    if len(batches) > 1 and len(batches[-1]) < 2:
-        batches.pop()
-    return batches
 
 
 def _feed(probs: torch.Tensor, mode: str) -> torch.Tensor:

@@ -16,6 +16,7 @@ from typing import Any
 
 from lsnpc._io import atomic_write_text
 from lsnpc.experiments.config import POST_PROCESSORS
+from lsnpc.metrics import LOWER_IS_BETTER  # bold goes to the minimum of these
 
 __all__ = ["summary_table", "format_markdown", "format_html", "write_report", "DEFAULT_METRICS"]
 
@@ -23,8 +24,6 @@ DEFAULT_METRICS = ("macro_f1", "micro_f1")
 METRIC_TITLES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "map": "mAP", "lrap": "LRAP",
                  "hamming_loss": "Hamming loss", "ranking_loss": "ranking loss",
                  "one_error": "one-error", "coverage": "coverage", "subset_accuracy": "subset acc."}
-# Metrics where smaller is better (bold goes to the minimum).
-LOWER_IS_BETTER = {"hamming_loss", "ranking_loss", "one_error", "coverage"}
 BASE = "none"
 
 
