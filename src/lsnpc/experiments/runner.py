@@ -53,12 +53,14 @@ def derive_seed(seed: int, purpose: str) -> int:
 
 @dataclass
 class GroupResult:
-    """What a group returns: finished rows, skipped run ids and errors (run id → traceback)."""
+    """What a group returns: finished rows, skipped run ids, errors (run id → traceback), and the run ids
+    left to another runner that holds the group's claim (:meth:`ResultsStore.claim`)."""
 
     key: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    elsewhere: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- data
@@ -220,7 +222,7 @@ def _run_processor(
 
     options, _ = get_component(run.processor.name).split_params(run.processor.params)
     processor = make_processor(run.processor, seed=run.seed, device=run.device, classifier=classifier)
-    processor = _with_threads(processor, threads)
+    processor = _with_threads(processor, threads, run.processor.params)
     history: Any = None
     fit_s = 0.0
     start = time.perf_counter()
@@ -255,14 +257,18 @@ def _run_processor(
     }
     if history is not None:
         row["history"] = history
+    fallback = getattr(processor, "fallback_labels_", None)  # labels KNN answers with the base model's
+    if fallback is not None:
+        row["n_fallback_labels"] = int(np.sum(fallback))
     return row
 
 
-def _with_threads(estimator: Any, threads: int | None) -> Any:
-    """Give ``estimator`` ``n_threads=threads`` unless the config already chose one."""
+def _with_threads(estimator: Any, threads: int | None, params: Any) -> Any:
+    """Give ``estimator`` ``n_threads=threads`` unless its config ``params`` chose one (the estimator's own
+    default, e.g. LSNPC's 1, is not a choice)."""
     if estimator is None or threads is None or not hasattr(estimator, "n_threads"):
         return estimator
-    if estimator.n_threads is None:
+    if "n_threads" not in params:
         estimator.n_threads = threads
     return estimator
 
@@ -306,7 +312,8 @@ def run_group(
         spec = runs[0].classifier
         try:
             start = time.perf_counter()
-            classifier = _with_threads(make_classifier(spec, seed=task.seed, device=task.device), threads)
+            classifier = _with_threads(make_classifier(spec, seed=task.seed, device=task.device), threads,
+                                       spec.params)
             # The base classifier sees noisy labels only, validation included.
             classifier.fit(data.X["train"], data.Y_noisy["train"],
                            X_val=data.X["val0"], y_val=data.Y_noisy["val0"])
