@@ -63,7 +63,7 @@ def run_setting(dataset: str, kind: str, rate: float, seed: int, methods: tuple[
         Y_noisy, _ = simulate_noise(Y[tr], kind, rate, random_state=seed)
     else:
         Y_noisy = Y[tr].copy()
-    base = MLPClassifier(random_state=seed).fit(X[tr], Y_noisy, X_val=X[v0], Y_val=Y[v0])
+    base = MLPClassifier(random_state=seed).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
     P_tr, P_v0, P_v1, P_te = (base.predict_proba(a) for a in (X[tr], X[v0], X[v1], Xt))
     rows = [dict(dataset=dataset, kind=kind, rate=rate, seed=seed, method="base",
                  micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te), seconds=0.0)]
@@ -78,7 +78,7 @@ def run_setting(dataset: str, kind: str, rate: float, seed: int, methods: tuple[
         rows.append(dict(dataset=dataset, kind=kind, rate=rate, seed=seed, method=method,
                          micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q),
                          seconds=time.perf_counter() - started,
-                         blend=corrector.guard_.get("blend"), epoch=corrector.best_epoch_,
+                         blend=corrector.guard_.blend, epoch=corrector.best_epoch_,
                          epochs=corrector.epochs_))
     return rows
 

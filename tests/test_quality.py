@@ -21,7 +21,7 @@ def test_lsnpc_improves_an_mlp_trained_on_noisy_scene(shared_data: Path) -> None
     tr, v0 = split["train"], split["val0"]
     Y_noisy, report = simulate_noise(train.Y[tr], "symmetric", 0.3, random_state=0)
     assert report.realised_rate == pytest.approx(0.3, abs=0.05)
-    base = MLPClassifier(random_state=0, n_threads=1).fit(train.X[tr], Y_noisy, X_val=train.X[v0], Y_val=train.Y[v0])
+    base = MLPClassifier(random_state=0, n_threads=1).fit(train.X[tr], Y_noisy, X_val=train.X[v0], y_val=train.Y[v0])
     P_train, P_val, P_test = (base.predict_proba(X) for X in (train.X[tr], train.X[v0], test.X))
 
     corrector = LSNPC(random_state=0, epochs=25, n_threads=1).fit(

@@ -23,6 +23,7 @@ __all__ = [
     "check_n_features",
     "check_random_state",
     "check_in_choices",
+    "check_bool",
     "check_scalar",
     "check_is_fitted",
 ]
@@ -251,6 +252,13 @@ def check_in_choices(value: Any, name: str, choices: Sequence[Any]) -> Any:
         options = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {options}; got {value!r}")
     return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Check that a switch is ``True`` or ``False`` (not 0/1, not a string), naming it in the error."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_scalar(

@@ -126,13 +126,7 @@ def _clone(estimator: Any) -> Any:
         if not callable(getattr(estimator, method, None)):
             raise ValueError(f"estimator must have fit and predict_proba methods; {type(estimator).__name__} "
                              f"has no {method}")
-    try:
-        return clone(estimator)
-    except TypeError:
-        # get_params() without scikit-learn's `deep` argument: rebuild from the parameters directly
-        import copy
-
-        return type(estimator)(**copy.deepcopy(estimator.get_params()))
+    return clone(estimator)
 
 
 def _as_label_matrix(probs: Any, n_rows: int, n_labels: int) -> np.ndarray:
