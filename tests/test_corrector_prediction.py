@@ -68,5 +68,5 @@ def test_validation_scoring_guard_and_predict_agree(scene) -> None:
     model = LSNPC(random_state=0, **SMALL).fit(X, P, X_val=X_val, y_val=y_val, pred_probs_val=P_val)
     best = next(h for h in model.history_ if h["epoch"] == model.best_epoch_)
     corrected = model._raw_correct(X_val, P_val)
-    assert best["val_micro_f1"] == model.guard_["val_corrected_micro_f1"] == micro_f1(y_val, corrected)
-    assert best["val_macro_f1"] == model.guard_["val_corrected_macro_f1"] == macro_f1(y_val, corrected)
+    assert best["val_micro_f1"] == model.guard_.val_corrected_micro_f1 == micro_f1(y_val, corrected)
+    assert best["val_macro_f1"] == model.guard_.val_corrected_macro_f1 == macro_f1(y_val, corrected)

@@ -321,10 +321,12 @@ class LatentShiftModel(nn.Module):
         u = self.monte_carlo_uniforms
         u.copy_(monte_carlo_design(u.shape[0], u.shape[1], generator))
 
-    def monte_carlo_draws(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The fixed uniforms, split: ẑ's angle and radius (S, m), the labels' (S, L)."""
+    def monte_carlo_draws(
+        self, uniforms: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The fixed uniforms (or ``uniforms``), split: ẑ's angle and radius (S, m), the labels' (S, L)."""
         m = self.shift_encoder.loc.out_features
-        u = self.monte_carlo_uniforms
+        u = self.monte_carlo_uniforms if uniforms is None else uniforms
         return u[:, :m], u[:, m : 2 * m], u[:, 2 * m :]
 
     def shift_standard_draws(
@@ -336,8 +338,9 @@ class LatentShiftModel(nn.Module):
             return normal_from_uniforms(angle, radius)
         return student_t_from_uniforms(angle, radius, df if self.latent.family == "learned" else self.nu)
 
-    @torch.no_grad()
-    def correct(self, x: torch.Tensor, probs: torch.Tensor, *, feed: str = "probs") -> torch.Tensor:
+    def correct(
+        self, x: torch.Tensor, probs: torch.Tensor, *, feed: str = "probs", uniforms: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """E[y | x, h] (eq. 9): Monte Carlo over ŷ and ẑ, with z | ẑ integrated exactly.
 
         (1/S) Σ_s E_{z ~ q(z | ẑ_s)}[sigmoid(g_φ logits(x, z))] with ẑ_s ~ q(ẑ | x, ŷ_s). In eval mode the
@@ -351,9 +354,11 @@ class LatentShiftModel(nn.Module):
 
         The reference computation, module by module and in eval mode; prediction runs the same
         function folded (:class:`lsnpc.corrector.inference.FoldedCorrector`), tested equal to this.
-        x (B, ...), probs (B, L); returns probabilities (B, L).
+        It is differentiable (GradCAM differentiates it; wrap it in ``torch.no_grad()`` otherwise).
+        x (B, ...), probs (B, L); ``uniforms`` (S', 2m + L) replaces the stored draws (e.g. another
+        :func:`~lsnpc.corrector.montecarlo.monte_carlo_design`). Returns probabilities (B, L).
         """
-        angle, radius, label_u = self.monte_carlo_draws()
+        angle, radius, label_u = self.monte_carlo_draws(uniforms)
         n_samples, batch, m = angle.shape[0], x.shape[0], angle.shape[1]
         h = self.data_encoder(x)
         h = h.expand(n_samples, *h.shape).reshape(n_samples * batch, -1)
