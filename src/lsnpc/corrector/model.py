@@ -23,7 +23,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Distribution, Normal, StudentT
 
