@@ -12,7 +12,8 @@ from torch import nn
 from lsnpc.corrector.backprop import NoisyBatchStep
 from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
 from lsnpc.corrector.objective import unsupervised_loss
-from lsnpc.corrector.training import FlatAdamW, _aten_kernels, _feed
+from lsnpc.corrector.backprop import aten_kernels
+from lsnpc.corrector.training import FlatAdamW, _feed
 
 
 def _model(family: str, user_encoder: bool) -> LatentShiftModel:
@@ -59,7 +60,7 @@ def test_noisy_batch_step_equals_autograd(family, user_encoder, feed) -> None:
             theirs.grad.zero_()
             loss.backward()
             torch.manual_seed(k)
-            with _aten_kernels():
+            with aten_kernels():
                 values = step(x, probs)
             assert values == pytest.approx((parts.total, parts.reconstruction, parts.latent), rel=1e-5, abs=1e-6)
             for (name, a), b in zip(reference.named_parameters(), manual.parameters(), strict=True):
@@ -95,3 +96,29 @@ def test_training_leaves_the_onednn_switch_as_it_found_it(enabled) -> None:
         assert torch.backends.mkldnn.enabled is enabled
     finally:
         torch.backends.mkldnn.enabled = previous
+
+
+def test_a_users_encoder_keeps_onednn() -> None:
+    """ATen's kernels replace oneDNN only in LSNPC's own networks: a user's encoder (a CNN, typically)
+    runs with the switch as the user set it, in the hand-written step and in autograd's clean batches."""
+    from lsnpc import LSNPC
+
+    seen: list[bool] = []
+
+    class Recording(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(5, 6)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(torch.backends.mkldnn.enabled)
+            return self.linear(x)
+
+    rng = np.random.default_rng(0)
+    X, P = rng.normal(size=(80, 5)).astype(np.float32), rng.uniform(size=(80, 3)).astype(np.float32)
+    Y = (P > 0.5).astype(np.int64)
+    assert torch.backends.mkldnn.enabled
+    LSNPC(encoder=Recording(), epochs=1, n_threads=1, latent_dim=4, label_embedding_dim=8, random_state=0).fit(
+        X[:60], P[:60], X_clean=X[60:], y_clean=Y[60:], pred_probs_clean=P[60:]
+    )
+    assert len(seen) > 3 and all(seen)

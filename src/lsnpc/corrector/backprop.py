@@ -24,7 +24,9 @@ Gamma variates to be differentiated in ν), clean batches and GPUs train through
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -33,11 +35,25 @@ from torch import nn
 from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder
 from .montecarlo import standard_student_t
 
-__all__ = ["NoisyBatchStep"]
+__all__ = ["NoisyBatchStep", "aten_kernels"]
 
 _Tape = tuple[torch.Tensor, ...]
 # σ = max(exp(½ min(v, cap)), σ_min) = exp(½ clamp(v, 2 log σ_min, cap)): one clamp, and its mask
 _LOGVAR_MIN = 2 * math.log(_MIN_SCALE)
+
+
+@contextlib.contextmanager
+def aten_kernels() -> Iterator[None]:
+    """Run the body with oneDNN off (restored after). oneDNN's GELU and its backward cost 7–14 µs per
+    call whatever the size (primitive setup); at batch 32 ATen's own kernels are 2–4× faster and the
+    whole training step ~20% faster (measured). Prediction's large chunks keep oneDNN, faster there,
+    and so does a user's encoder (oneDNN's convolutions)."""
+    previous = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = previous
 
 
 def _grad(p: nn.Parameter) -> torch.Tensor:
@@ -219,17 +235,18 @@ class NoisyBatchStep:
                 with torch.enable_grad():
                     user_h = encoder(x)
                 h = user_h.detach()
-            noisy = torch.bernoulli(probs) if self.sample_feed else probs
-            e, label_tapes = noisy, []
-            for block in self.label_blocks:
-                e, tape = block.forward(e)
-                label_tapes.append(tape)
-            grad_h, grad_e, values = self._latent_terms(h, e, noisy)
-            for block, tape in zip(reversed(self.label_blocks), reversed(label_tapes), strict=True):
-                grad_e = block.backward(tape, grad_e, input_grad=block is not self.label_blocks[0])
-            if self.data_blocks is not None:
-                for block, tape in zip(reversed(self.data_blocks), reversed(data_tapes), strict=True):
-                    grad_h = block.backward(tape, grad_h, input_grad=block is not self.data_blocks[0])
+            with aten_kernels():
+                noisy = torch.bernoulli(probs) if self.sample_feed else probs
+                e, label_tapes = noisy, []
+                for block in self.label_blocks:
+                    e, tape = block.forward(e)
+                    label_tapes.append(tape)
+                grad_h, grad_e, values = self._latent_terms(h, e, noisy)
+                for block, tape in zip(reversed(self.label_blocks), reversed(label_tapes), strict=True):
+                    grad_e = block.backward(tape, grad_e, input_grad=block is not self.label_blocks[0])
+                if self.data_blocks is not None:
+                    for block, tape in zip(reversed(self.data_blocks), reversed(data_tapes), strict=True):
+                        grad_h = block.backward(tape, grad_h, input_grad=block is not self.data_blocks[0])
         if user_h is not None:
             for p in encoder.parameters():
                 _grad(p).zero_()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -24,7 +24,7 @@ from .._numerics import minibatches as _batches
 from .._torch import seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
-from .backprop import NoisyBatchStep
+from .backprop import NoisyBatchStep, aten_kernels
 from .inference import predict_corrected
 from .model import LatentShiftModel
 from .objective import supervised_loss, unsupervised_loss
@@ -86,19 +86,6 @@ def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: 
         return int(epochs)
     steps_per_epoch = max(1, math.ceil(n_train / batch_size))
     return int(np.clip(math.ceil(min_steps / steps_per_epoch), _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS))
-
-
-@contextlib.contextmanager
-def _aten_kernels() -> Iterator[None]:
-    """Run the body with oneDNN off (restored after). oneDNN's GELU and its backward cost 7–14 µs per
-    call whatever the size (primitive setup); at batch 32 ATen's own kernels are 2–4× faster and the
-    whole training step ~20% faster (measured). Prediction's large chunks keep oneDNN, faster there."""
-    previous = torch.backends.mkldnn.enabled
-    torch.backends.mkldnn.enabled = False
-    try:
-        yield
-    finally:
-        torch.backends.mkldnn.enabled = previous
 
 
 def _feed(probs: torch.Tensor, mode: str) -> torch.Tensor:
@@ -260,12 +247,15 @@ def train_latent_shift_model(
         noisy_step = None
         if NoisyBatchStep.supports(model):
             noisy_step = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed)
+        # ATen's kernels for the whole pass only when every module is LSNPC's own (a user's CNN wants
+        # oneDNN's convolutions); NoisyBatchStep switches them on for its own parts either way
+        kernels = aten_kernels if own_encoder else contextlib.nullcontext
         for epoch in range(1, epochs + 1):
             started = time.perf_counter()
             sums = np.zeros(3)
             n_batches = 0
             clean_sum, clean_batches = 0.0, 0
-            with _aten_kernels():
+            with kernels():
                 for idx in _batches(len(X), config.batch_size):
                     if noisy_step is not None:
                         values = noisy_step(X.index_select(0, idx), P.index_select(0, idx))
