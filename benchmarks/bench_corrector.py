@@ -3,6 +3,7 @@ default fit, and prediction throughput.
 
     python benchmarks/bench_corrector.py                       # both tables, the three standard sizes
     python benchmarks/bench_corrector.py --sizes 10000x512x20 --threads 1
+    python benchmarks/bench_corrector.py --threads 1 --skip epochs fit --step-runs 15   # steps alone
 
 Table 1 trains the same networks (``build_model`` at LSNPC's defaults) on 10k × 512 × 20 for
 ``--epochs`` epochs of batch 32, twice: with LSNPC's training loop (``LSNPC(epochs=E, selection="last",
@@ -58,6 +59,51 @@ def bench_epochs(size: str, epochs: int, threads: int | None) -> dict[str, float
     return {"ours": ours_s, "reference": ref_s, "ours_ms": 1000 * ours_s / steps, "ref_ms": 1000 * ref_s / steps}
 
 
+def bench_steps(size: str, threads: int | None, runs: int, steps: int) -> dict[str, float]:
+    """Best of ``runs`` timings of ``steps`` consecutive batch-32 steps (ms per step): LSNPC's step as its
+    training loop runs it (NoisyBatchStep + FlatAdamW, oneDNN off) and the reference loop's step, on
+    the same data and networks, alternating. The best run is the one least disturbed by other processes."""
+    import torch
+
+    from lsnpc import LSNPC
+    from lsnpc._numerics import minibatches
+    from lsnpc._torch import num_threads
+    from lsnpc.corrector.backprop import NoisyBatchStep, aten_kernels
+    from lsnpc.corrector.config import ModelSpec, build_model
+    from lsnpc.corrector.training import FlatAdamW
+    from reference_loop import reference_step
+
+    n, d, n_labels = (int(v) for v in size.split("x"))
+    X, P = (torch.as_tensor(a) for a in make_data(n, d, n_labels))
+    spec = ModelSpec.from_params(LSNPC().get_params())
+    with num_threads(threads):
+        torch.manual_seed(0)
+        ours, theirs = (build_model(spec, n_features=d, n_labels=n_labels).train() for _ in range(2))
+        batches = minibatches(n, 32)
+        optimizer = FlatAdamW([ours], weight_decay=1e-5)
+        reference_optimizer = torch.optim.AdamW(theirs.parameters(), lr=2e-4, weight_decay=1e-5)
+
+        def our_step(idx: torch.Tensor) -> None:
+            with aten_kernels():
+                step(X.index_select(0, idx), P.index_select(0, idx))
+                optimizer.apply(lr=2e-4, clip=2.0)
+
+        def their_step(idx: torch.Tensor) -> None:
+            reference_step(theirs, reference_optimizer, X[idx], P[idx], 0.01)
+
+        best = {"ours": float("inf"), "reference": float("inf")}
+        with optimizer:
+            step = NoisyBatchStep(ours, beta=0.01, feed="sample")
+            for run in range(runs + 1):  # the first run warms up
+                for name, one_step in (("ours", our_step), ("reference", their_step)):
+                    started = time.perf_counter()
+                    for k in range(steps):
+                        one_step(batches[(run * steps + k) % len(batches)])
+                    if run:
+                        best[name] = min(best[name], 1000 * (time.perf_counter() - started) / steps)
+    return best
+
+
 def bench_fit_predict(size: str, threads: int | None, predict_n: int, repeats: int) -> dict[str, float | str]:
     from lsnpc import LSNPC
 
@@ -90,12 +136,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--predict-n", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3, help="prediction timings per size")
-    parser.add_argument("--skip", choices=("epochs", "fit"), default=None, help="leave one table out")
+    parser.add_argument("--skip", nargs="+", choices=("epochs", "fit"), default=[], help="tables to leave out")
+    parser.add_argument("--step-runs", type=int, default=0,
+                        help="also time steps alone: the best of this many runs of 40 steps (0: not)")
     args = parser.parse_args()
     import torch
 
     print(f"torch {torch.__version__}, threads {args.threads or torch.get_num_threads()}")
-    if args.skip != "epochs":
+    if args.step_runs:
+        best = bench_steps(args.epoch_size, args.threads, args.step_runs, 40)
+        print(f"\nSteps alone, {args.epoch_size.replace('x', ' × ')}, best of {args.step_runs} runs of 40: "
+              f"LSNPC {best['ours']:.2f} ms, reference {best['reference']:.2f} ms, "
+              f"{best['reference'] / best['ours']:.2f}×", flush=True)
+    if "epochs" not in args.skip:
         row = bench_epochs(args.epoch_size, args.epochs, args.threads)
         print(f"\nTraining, {args.epoch_size.replace('x', ' × ')}, batch 32, median of {args.epochs} epochs")
         print("| loop | s/epoch | ms/step | speed-up vs reference |")
@@ -103,7 +156,7 @@ def main() -> None:
         print(f"| reference (authors' style) | {row['reference']:.2f} | {row['ref_ms']:.2f} | 1.0× |")
         print(f"| LSNPC | {row['ours']:.2f} | {row['ours_ms']:.2f} | {row['reference'] / row['ours']:.1f}× |",
               flush=True)
-    if args.skip != "fit":
+    if "fit" not in args.skip:
         print("\nDefault fit and prediction (5 Monte-Carlo samples)")
         print("| n × d × L | epochs | fit (s) | predict, median (samples/s) | predict, best | target |")
         print("|---|---|---|---|---|---|")

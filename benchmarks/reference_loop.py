@@ -60,11 +60,17 @@ def reference_epochs(
     for _ in range(epochs):
         started = time.perf_counter()
         for x, p in loader:
-            optimizer.zero_grad()
-            loss = reference_loss(model, x, p, beta)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0)
-            optimizer.step()
+            reference_step(model, optimizer, x, p, beta)
         scheduler.step()
         seconds.append(time.perf_counter() - started)
     return seconds
+
+
+def reference_step(
+    model: LatentShiftModel, optimizer: torch.optim.Optimizer, x: torch.Tensor, p: torch.Tensor, beta: float
+) -> None:
+    """One optimiser step on a batch: zero the gradients, backpropagate the loss, clip to 2, step."""
+    optimizer.zero_grad()
+    reference_loss(model, x, p, beta).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0)
+    optimizer.step()
