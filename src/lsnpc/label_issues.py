@@ -67,8 +67,9 @@ def label_quality_scores(labels: Any, pred_probs: Any, *, features: Any, **param
 
     Returns
     -------
-    ndarray (n, L) float64 in [0, 1]: entry (i, k) is the probability that the given label k of row i is
-    right; low = likely wrong.
+    ndarray (n, L) float64 in [0, 1]: entry (i, k) says how likely the given label k of row i is right —
+    the posterior's probability blended (in logits, 0.7 / 0.3) with ``pred_probs``' own, so a ranking
+    never rests on the estimated noise alone; low = likely wrong.
 
     Examples
     --------
