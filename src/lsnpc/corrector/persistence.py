@@ -4,6 +4,7 @@ Layout of ``path/``::
 
     config.json         {"format": "lsnpc", "format_version": 1, "params": {...}, "fitted": {...}}
     model.safetensors   every tensor of the model's state dict
+    student.safetensors the corrected-label student's state dict (only when it has one)
 
 Nothing is pickled; loading validates the config before building the model and rejects a corrupt or
 foreign file with a ValueError that says what is wrong.
@@ -29,9 +30,10 @@ FORMAT = "lsnpc"
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
+STUDENT_WEIGHTS_NAME = "student.safetensors"
 
 FITTED_FIELDS = ("n_features_in_", "input_shape_", "n_labels_", "data_dim_", "epochs_", "best_epoch_",
-                 "selection_", "history_", "guard_", "predict_seed_")
+                 "selection_", "history_", "guard_", "predict_seed_", "student_info_")
 
 
 def _jsonable(value: Any) -> Any:
@@ -48,13 +50,15 @@ def _jsonable(value: Any) -> Any:
 
 
 def save_corrector(
-    path: str | Path, *, params: dict[str, Any], fitted: dict[str, Any], model: nn.Module
+    path: str | Path, *, params: dict[str, Any], fitted: dict[str, Any], model: nn.Module,
+    student: nn.Module | None = None,
 ) -> Path:
     """Write a fitted corrector to the directory ``path`` atomically; return the path.
 
     ``params``: the estimator's constructor parameters (``encoder`` is recorded only as "user" or
     "builtin": its code is the user's); ``fitted``: the learned attributes of :data:`FITTED_FIELDS`;
-    ``model``: the trained networks, whose state dict becomes the safetensors file.
+    ``model``: the trained networks, whose state dict becomes the safetensors file; ``student``: the
+    corrected-label student, saved beside it when given.
     """
     from .. import __version__
 
@@ -69,12 +73,17 @@ def save_corrector(
         "params": params,
         "fitted": {name: fitted[name] for name in FITTED_FIELDS},
     }
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     target = Path(path)
     with atomic_directory(target) as tmp:
-        save_file(state, str(tmp / WEIGHTS_NAME), metadata={"format": FORMAT})
+        save_file(_cpu_state(model), str(tmp / WEIGHTS_NAME), metadata={"format": FORMAT})
+        if student is not None:
+            save_file(_cpu_state(student), str(tmp / STUDENT_WEIGHTS_NAME), metadata={"format": FORMAT})
         atomic_write_json(tmp / CONFIG_NAME, _jsonable(config))
     return target
+
+
+def _cpu_state(module: nn.Module) -> dict[str, Any]:
+    return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
 
 
 @dataclass
@@ -86,13 +95,14 @@ class SavedCorrector:
     fitted: dict[str, Any]
     user_encoder: bool
 
-    def load_weights(self, model: nn.Module) -> None:
-        """Load the saved state dict into ``model`` (built from ``params`` by ``build_model``)."""
-        weights = self.path / WEIGHTS_NAME
+    def load_weights(self, model: nn.Module, *, student: bool = False) -> None:
+        """Load the saved state dict into ``model`` (built from ``params`` by ``build_model``), or with
+        ``student=True`` the student's into ``model`` (a :class:`~lsnpc.corrector.student.LabelStudent`)."""
+        weights = self.path / (STUDENT_WEIGHTS_NAME if student else WEIGHTS_NAME)
         try:
             state = load_file(str(weights), device="cpu")
         except FileNotFoundError as exc:
-            raise ValueError(f"{str(self.path)!r} has no {WEIGHTS_NAME}: the saved model is incomplete") from exc
+            raise ValueError(f"{str(self.path)!r} has no {weights.name}: the saved model is incomplete") from exc
         except (SafetensorError, OSError, ValueError) as exc:
             raise ValueError(f"{weights} is corrupt or not a safetensors file: {exc}") from exc
         try:
@@ -118,6 +128,7 @@ def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorre
         raise ValueError(f"{str(path)!r} uses LSNPC's own data encoder; do not pass encoder= to load it")
     fitted = dict(config["fitted"])
     fitted["input_shape_"] = tuple(fitted["input_shape_"])
+    fitted.setdefault("student_info_", None)  # saved before correctors had a student
     return SavedCorrector(path, dict(config["params"]), fitted, user_encoder)
 
 
