@@ -101,7 +101,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
     split = paper_splits(len(X), random_state=seed)
     tr, v0, v1 = split["train"], split["val0"], split["val1"]
     Y_noisy = simulate_noise(Y[tr], kind, rate, random_state=seed)[0] if rate > 0 else Y[tr].copy()
-    base = MLPClassifier(random_state=seed, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], Y_val=Y[v0])
+    base = MLPClassifier(random_state=seed, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
     P_tr, P_v0, P_v1, P_te = (base.predict_proba(a) for a in (X[tr], X[v0], X[v1], Xt))
     key = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed)
     rows_out = [dict(key, method="base", micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te), seconds=0.0)]
@@ -115,7 +115,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
         seconds = time.perf_counter() - started
         Q = corrector.predict_proba(Xt, P_te)
         rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q), seconds=seconds,
-                             base_weight=corrector.guard_.get("base_weight"), epoch=corrector.best_epoch_,
+                             base_weight=corrector.guard_.base_weight, epoch=corrector.best_epoch_,
                              epochs=corrector.epochs_))
     return rows_out
 

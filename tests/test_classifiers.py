@@ -10,6 +10,7 @@ import torch
 from lsnpc._validation import NotFittedError
 from lsnpc.classifiers import ADDGCN, HLC, MLPClassifier
 from lsnpc.classifiers.hlc import holistic_correction, holistic_scores
+from lsnpc.metrics import macro_f1, micro_f1
 from tests.conftest import make_toy_multilabel
 
 
@@ -21,15 +22,6 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
-
-
-def micro_f1(Y: np.ndarray, P: np.ndarray) -> float:
-    tp = int((Y & P).sum())
-    return 2 * tp / (2 * tp + int(((1 - Y) & P).sum()) + int((Y & (1 - P)).sum()))
-
-
-def macro_f1(Y: np.ndarray, P: np.ndarray) -> float:
-    return float(np.mean([micro_f1(Y[:, [k]], P[:, [k]]) for k in range(Y.shape[1])]))
 
 
 def fast_mlp(**kw) -> MLPClassifier:
@@ -62,7 +54,7 @@ def toy_split():
 @pytest.fixture(scope="module", params=sorted(FACTORIES))
 def fitted(request, toy_split):
     Xtr, Ytr, Xva, Yva, _, _ = toy_split
-    clf = FACTORIES[request.param]().fit(Xtr, Ytr, X_val=Xva, Y_val=Yva)
+    clf = FACTORIES[request.param]().fit(Xtr, Ytr, X_val=Xva, y_val=Yva)
     return request.param, clf
 
 
@@ -132,7 +124,7 @@ def test_refit_on_other_shapes_replaces_the_model(name):
     X2, Y2 = make_toy_multilabel(n=30, d=4, n_labels=2, seed=1)
     clf = FACTORIES[name](epochs=1).fit(X, Y)
     with pytest.raises(ValueError, match="X_val"):  # a failed refit keeps the fitted model
-        clf.fit(X2, Y2, X_val=X, Y_val=Y2[:1])
+        clf.fit(X2, Y2, X_val=X, y_val=Y2[:1])
     assert clf.predict_proba(X).shape == (40, 3)
     clf.fit(X2, Y2)
     assert clf.predict_proba(X2).shape == (30, 2) and clf.n_features_in_ == 4
@@ -155,19 +147,19 @@ def bad_fit_inputs(X, Y):
     Y2 = Y.copy()
     Y2[0, 0] = 2
     return {
-        "n_mismatch": (dict(X=X, Y=Y[:-1]), "same number of samples"),
-        "nan_X": (dict(X=Xn, Y=Y), "NaN or infinite"),
-        "inf_X": (dict(X=Xi, Y=Y), "NaN or infinite"),
-        "labels_not_binary": (dict(X=X, Y=Y2), "0/1"),
-        "one_sample": (dict(X=X[:1], Y=Y[:1]), "at least 2"),
-        "X_1d": (dict(X=X[:, 0], Y=Y), "X must (be a 2-d|have shape)"),
-        "Y_1d": (dict(X=X, Y=Y[:, 0]), "Y must be a 2-d"),
-        "X_3d": (dict(X=X[:, :, None], Y=Y), "X must (be a 2-d|have shape)"),
-        "X_val_without_Y_val": (dict(X=X, Y=Y, X_val=X), "together"),
-        "X_val_wrong_d": (dict(X=X, Y=Y, X_val=X[:, :-1], Y_val=Y), "X_val"),
-        "Y_val_wrong_L": (dict(X=X, Y=Y, X_val=X, Y_val=Y[:, :-1]), "Y_val"),
-        "val_n_mismatch": (dict(X=X, Y=Y, X_val=X[:-1], Y_val=Y), "same number of samples"),
-        "Y_val_not_binary": (dict(X=X, Y=Y, X_val=X, Y_val=Y2), "Y_val"),
+        "n_mismatch": (dict(X=X, y=Y[:-1]), "same number of samples"),
+        "nan_X": (dict(X=Xn, y=Y), "NaN or infinite"),
+        "inf_X": (dict(X=Xi, y=Y), "NaN or infinite"),
+        "labels_not_binary": (dict(X=X, y=Y2), "0/1"),
+        "one_sample": (dict(X=X[:1], y=Y[:1]), "at least 2"),
+        "X_1d": (dict(X=X[:, 0], y=Y), "X must (be a 2-d|have shape)"),
+        "y_1d": (dict(X=X, y=Y[:, 0]), "y must be a 2-d"),
+        "X_3d": (dict(X=X[:, :, None], y=Y), "X must (be a 2-d|have shape)"),
+        "X_val_without_y_val": (dict(X=X, y=Y, X_val=X), "together"),
+        "X_val_wrong_d": (dict(X=X, y=Y, X_val=X[:, :-1], y_val=Y), "X_val"),
+        "y_val_wrong_L": (dict(X=X, y=Y, X_val=X, y_val=Y[:, :-1]), "y_val"),
+        "val_n_mismatch": (dict(X=X, y=Y, X_val=X[:-1], y_val=Y), "same number of samples"),
+        "y_val_not_binary": (dict(X=X, y=Y, X_val=X, y_val=Y2), "y_val"),
     }
 
 
@@ -179,7 +171,7 @@ def test_bad_fit_input_raises_naming_it(name, case):
     X, Y = make_toy_multilabel(n=20, d=6, n_labels=3, seed=0)
     kwargs, match = bad_fit_inputs(X, Y)[case]
     with pytest.raises(ValueError, match=match):
-        FACTORIES[name](epochs=1).fit(kwargs.pop("X"), kwargs.pop("Y"), **kwargs)
+        FACTORIES[name](epochs=1).fit(kwargs.pop("X"), kwargs.pop("y"), **kwargs)
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
@@ -281,7 +273,7 @@ def test_mlp_bad_architecture_raises(param, value):
 
 def test_mlp_verbose_prints_epochs(capsys):
     X, Y = make_toy_multilabel(n=40, d=6, n_labels=3, seed=0)
-    MLPClassifier(epochs=2, verbose=True, random_state=0).fit(X, Y, X_val=X, Y_val=Y)
+    MLPClassifier(epochs=2, verbose=True, random_state=0).fit(X, Y, X_val=X, y_val=Y)
     err = capsys.readouterr().err
     assert "epoch 2/2" in err and "val micro-F1" in err
 
@@ -347,7 +339,7 @@ def test_addgcn_rejects_other_map_shapes(spatial_fitted):
 
 
 def test_addgcn_trains_when_last_batch_has_one_sample():
-    # BatchNorm in the dynamic graph cannot train on one sample: the lone sample joins a batch
+    # BatchNorm in the dynamic graph cannot train on one sample: the lone sample sits the epoch out
     X, Y = make_toy_multilabel(n=17, d=5, n_labels=3, seed=3)
     clf = fast_addgcn(batch_size=8, epochs=2).fit(X, Y)
     assert np.isfinite(clf.history_["train_loss"]).all()
@@ -413,12 +405,16 @@ def test_holistic_scores_by_hand():
     probs = torch.tensor([[0.9, 0.2, 0.6]])
     adjacency = torch.tensor([[[0.5, 0.1, 0.3], [0.7, 0.5, 0.2], [0.9, 0.4, 0.5]]])
     sets = torch.tensor([[1.0, 0.0, 1.0]])
-    # beta * mean(0.9, 0.6) + (1 - beta) * mean(A[0,2], A[2,0])
-    expected = 0.25 * 0.75 + 0.75 * (0.3 + 0.9) / 2
+    # sums, as the authors': beta * (0.9 + 0.6) + (1 - beta) * (A[0,2] + A[2,0])
+    expected = 0.25 * (0.9 + 0.6) + 0.75 * (0.3 + 0.9)
     assert holistic_scores(probs, adjacency, sets, 0.25).item() == pytest.approx(expected)
     # a single label has no pair: only the instance term counts
     single = torch.tensor([[0.0, 1.0, 0.0]])
     assert holistic_scores(probs, adjacency, single, 0.25).item() == pytest.approx(0.25 * 0.2)
+    # three labels: every ordered pair off the diagonal, six of them
+    everything = torch.ones(1, 3)
+    pairs = adjacency.sum() - adjacency[0].diagonal().sum()
+    assert holistic_scores(probs, adjacency, everything, 0.25).item() == pytest.approx(0.25 * 1.7 + 0.75 * pairs.item())
 
 
 def test_holistic_correction_rule():

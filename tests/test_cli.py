@@ -16,9 +16,13 @@ from tests.conftest import make_toy_multilabel
 REPO = Path(__file__).resolve().parents[1]
 
 
-def lsnpc(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+# The checkout under test, whatever lsnpc the interpreter has installed.
+ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")}
+
+
+def lsnpc(*args: str, timeout: float = 300, cwd: Path = REPO, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "lsnpc.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, cwd=REPO, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          text=True, timeout=timeout, cwd=cwd, env={**ENV, **env})
 
 
 def assert_user_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
@@ -36,7 +40,7 @@ def test_help_lists_every_command_and_does_not_import_torch() -> None:
     for command in ("demo", "noise", "fit", "correct", "evaluate", "datasets", "experiment", "report"):
         assert command in result.stdout
     probe = subprocess.run([sys.executable, "-c", "import sys, lsnpc.cli; print('torch' in sys.modules)"],
-                           capture_output=True, text=True, check=True)
+                           capture_output=True, text=True, check=True, env=ENV)
     assert probe.stdout.strip() == "False"
     assert "--executor" in lsnpc("experiment", "run", "--help").stdout
 
@@ -95,12 +99,15 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     P = np.clip(0.7 * Y + rng.uniform(0, 0.3, Y.shape), 0, 1)
     np.save(tmp_path / "X.npy", X)
     columns = ["cat", "dog", "bird", "fish"]
-    pd.DataFrame(P, columns=columns).to_csv(tmp_path / "P.csv", index=False)
+    pd.DataFrame(P, columns=columns).to_csv(tmp_path / "P.csv")  # pandas' default: with an index column
     model = tmp_path / "model"
-    result = lsnpc("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv", "--out", model,
-                   "--epochs", "1", "--set", "hidden_dim=16", "--set", "latent_dim=4", "--set", "warm_start=false")
+    fit = ("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv", "--out", model,
+           "--epochs", "1", "--set", "hidden_dim=16", "--set", "latent_dim=4", "--set", "warm_start=false")
+    result = lsnpc(*fit, "--json")
     assert result.returncode == 0, result.stderr
-    assert "no clean labels" in " ".join(result.stdout.split())
+    assert result.stderr == ""  # no progress bar when stderr is not a terminal
+    assert "no clean labels" in json.loads(result.stdout)["selection"]
+    assert_user_error(lsnpc(*fit), "already holds a saved LSNPC model; pass --force")
     result = lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv")
     assert result.returncode == 0, result.stderr
     corrected = pd.read_csv(tmp_path / "P.corrected.csv")
@@ -110,7 +117,43 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
 
     np.testing.assert_allclose(corrected.to_numpy(), LSNPC.load(model).predict_proba(X, P), atol=1e-6)
     assert_user_error(lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy",
-                            "--probs", tmp_path / "X.npy"), "pred_probs")
+                            "--probs", tmp_path / "X.npy", "--out", tmp_path / "c.npy"), "--probs must hold")
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\x7f" * 8)
+    assert_user_error(lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs",
+                            tmp_path / "P.csv", "--out", tmp_path / "c.npy"), "--model", "damaged")
+    assert not (tmp_path / "c.npy").exists()
+
+
+@pytest.mark.slow
+def test_fit_shows_epochs_and_time_left_on_a_terminal(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    X, Y = make_toy_multilabel(200, 4, 3, seed=4)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "P.npy", np.clip(0.8 * Y + 0.1, 0, 1))
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsnpc", "fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.npy",
+         "--out", tmp_path / "m", "--epochs", "3", "--set", "hidden_dim=16", "--set", "latent_dim=4"],
+        stdout=subprocess.PIPE, stderr=follower, cwd=REPO, env={**ENV, "TERM": "xterm"})
+    os.close(follower)
+    out, _ = proc.communicate(timeout=300)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal is closed once the child has exited and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, shown
+    assert "epoch" in shown and "3/3" in shown and "left" in shown, shown
+    assert b"saved the fitted model" in out
 
 
 @pytest.mark.slow
@@ -135,6 +178,10 @@ def test_experiment_run_and_report(tmp_path: Path) -> None:
     df = load_results(results)
     lsnpc_mean = df.loc[df.processor == "lsnpc", "micro_f1"].mean()
     assert f"{100 * lsnpc_mean:.1f} ±" in md
+    # the smoke grid's 3-epoch base MLP is confident about no label, so KNN answers with it for every
+    # label: the report says so instead of silently equalling the base model
+    assert (df.loc[df.processor == "knn", "n_fallback_labels"] == df.loc[df.processor == "knn", "n_labels"]).all()
+    assert "knn: fell back to the base model's probabilities in 2 of 2 runs (for 12 of 12 labels)" in md
     assert list((tmp_path / "report").glob("f1_vs_noise_*.png")) or list((tmp_path / "report").glob("history_*.png"))
 
 
@@ -154,3 +201,121 @@ def test_evaluate_prints_a_table_by_default(tmp_path: Path) -> None:
     result = lsnpc("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy")
     assert result.returncode == 0, result.stderr
     assert "micro-F1" in result.stdout and "0.7500" in result.stdout  # 3 of 4 samples right
+
+
+def test_demo_names_the_flag_of_a_bad_value() -> None:
+    assert_user_error(lsnpc("demo", "--noise-rate", "1.5"), "--noise-rate", "[0, 1)")
+    assert_user_error(lsnpc("demo", "--noise-kind", "uniform"), "--noise-kind", "symmetric, pairflip")
+
+
+# ----------------------------------------------------------------------------- as people script it
+
+
+def test_version_and_python_dash_m() -> None:
+    from lsnpc import __version__
+
+    for cmd in ([sys.executable, "-m", "lsnpc", "--version"], [sys.executable, "-m", "lsnpc.cli", "--version"]):
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=True, env=ENV)
+        assert done.stdout.strip() == f"lsnpc {__version__}"
+    usage = subprocess.run([sys.executable, "-m", "lsnpc", "fit", "--help"], capture_output=True, text=True, cwd=REPO,
+                           env=ENV)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: lsnpc fit")
+
+
+def test_help_shows_no_value_after_flags() -> None:
+    for command in (("fit",), ("report",), ("demo",), ("experiment", "run")):
+        text = lsnpc(*command, "--help").stdout
+        assert "--json" in text and "<bool>" not in text, text
+
+
+def test_parameter_mistakes_name_the_flag(tmp_path: Path) -> None:
+    X, _ = make_toy_multilabel(40, 3, 2, seed=0)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "P.npy", np.full((40, 2), 0.5))
+    fit = ("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.npy", "--out", tmp_path / "m")
+    assert_user_error(lsnpc(*fit, "--set", "latent=gauss"), "--set latent=...: use --latent")
+    assert_user_error(lsnpc(*fit, "--set", "nosuch=1"), "LSNPC has no parameter 'nosuch'")
+    assert_user_error(lsnpc(*fit, "--set", "guard=maybe"), "--set guard must be True or False")
+    assert_user_error(lsnpc(*fit, "--epochs", "0"), "--epochs must be 'auto' or an integer >= 1")
+    np.save(tmp_path / "P9.npy", np.full((39, 2), 0.5))
+    assert_user_error(lsnpc("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P9.npy", "--out",
+                            tmp_path / "m"), "--features has 40, --probs has 39")
+    assert_user_error(lsnpc("evaluate", "--labels", tmp_path / "P.npy", "--probs", tmp_path / "P.npy"),
+                      "--labels must hold only 0/1")
+    assert_user_error(lsnpc("demo", "--dataset", "scene", "--data-home", tmp_path),
+                      "lsnpc datasets download scene", "--data-home")
+    assert not (tmp_path / "m").exists()
+
+
+def test_fit_never_saves_over_a_users_folder(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "data.csv").write_text("precious")
+    X, _ = make_toy_multilabel(40, 3, 2, seed=0)
+    np.save(project / "X.npy", X)
+    np.save(project / "P.npy", np.full((40, 2), 0.5))
+    args = ("fit", "--features", "X.npy", "--probs", "P.npy", "--epochs", "1")
+    assert_user_error(lsnpc(*args, "--out", ".", cwd=project), "--out", "current folder")
+    assert_user_error(lsnpc(*args, "--out", project, "--force", cwd=project), "current folder")
+    assert sorted(p.name for p in project.iterdir()) == ["P.npy", "X.npy", "data.csv"]
+    assert (project / "data.csv").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]
+
+
+def test_outputs_are_never_wrapped_when_piped(tmp_path: Path) -> None:
+    _, Y = make_toy_multilabel(50, 3, 4, seed=1)
+    deep = tmp_path / ("a-rather-long-folder-name-" * 3)
+    deep.mkdir()
+    np.save(deep / "Y.npy", Y)
+    result = lsnpc("noise", "--labels", deep / "Y.npy", "--out", deep / "noisy-labels.npy", COLUMNS="40")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1 and str(deep / "noisy-labels.npy") in result.stdout
+    again = lsnpc("noise", "--labels", deep / "Y.npy", "--out", deep / "noisy-labels.npy", COLUMNS="40")
+    assert_user_error(again, "already exists; pass --force")
+    assert len(again.stderr.splitlines()) == 1
+    forced = lsnpc("noise", "--labels", deep / "Y.npy", "--out", deep / "noisy-labels.npy", "--force", "--json")
+    assert json.loads(forced.stdout)["shape"] == [50, 4]
+
+
+def test_json_output_of_listing_and_planning(tmp_path: Path) -> None:
+    listing = json.loads(lsnpc("datasets", "list", "--json").stdout)
+    assert {"synthetic", "scene"} <= {d["name"] for d in listing}
+    plan = json.loads(lsnpc("experiment", "plan", REPO / "configs" / "offline.yaml", "--results", tmp_path,
+                            "--json").stdout)
+    assert plan["n_runs"] == 400 and plan["n_groups_to_run"] == 100 and plan["n_finished"] == 0
+
+
+def test_offline_download_is_one_line_and_leaves_no_folder(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on: every connection is refused, as offline
+        sock.bind(("127.0.0.1", 0))
+        proxy = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    home = tmp_path / "home"
+    result = lsnpc("datasets", "download", "scene", "--data-home", home, https_proxy=proxy, http_proxy=proxy)
+    assert_user_error(result, "could not download 'scene'")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not home.exists()
+
+
+def test_csv_written_by_pandas_is_read_as_the_user_meant(tmp_path: Path) -> None:
+    _, Y = make_toy_multilabel(30, 3, 4, seed=2)
+    P = np.clip(Y * 0.8 + 0.1, 0, 1)
+    pd.DataFrame(Y).to_csv(tmp_path / "Y.csv")  # a numeric header and an index column
+    pd.DataFrame(P).to_csv(tmp_path / "P.csv", index=False)  # a numeric header
+    result = lsnpc("evaluate", "--labels", tmp_path / "Y.csv", "--probs", tmp_path / "P.csv", "--json")
+    assert result.returncode == 0, result.stderr
+    from lsnpc.metrics import evaluate
+
+    assert json.loads(result.stdout)["micro_f1"] == pytest.approx(evaluate(Y, P)["micro_f1"])
+    (tmp_path / "bad.csv").write_text("a,b,c,d\n" + "0.1,0.2,x,0.4\n" * 30)
+    assert_user_error(lsnpc("evaluate", "--labels", tmp_path / "Y.csv", "--probs", tmp_path / "bad.csv"),
+                      "--probs", "column(s) c hold non-numeric values")
+
+
+def test_evaluate_on_a_single_label_column(tmp_path: Path) -> None:
+    np.save(tmp_path / "y.npy", np.array([[1], [0], [1], [0]]))
+    np.save(tmp_path / "p.npy", np.array([[0.9], [0.2], [0.4], [0.6]]))
+    result = lsnpc("evaluate", "--labels", tmp_path / "y.npy", "--probs", tmp_path / "p.npy", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["micro_f1"] == pytest.approx(0.5)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from lsnpc.corrector.guard import _counts, decide_with_validation, decide_without_validation, f1_from_counts
+from lsnpc.corrector.guard import (
+    GuardDecision,
+    _counts,
+    decide_with_validation,
+    decide_without_validation,
+    f1_from_counts,
+)
 
 
 def test_f1_from_counts_equals_scikit_learn() -> None:
@@ -30,7 +38,7 @@ def _flip(probs: np.ndarray, cells: np.ndarray) -> np.ndarray:
     return out
 
 
-def _decide(y: np.ndarray, output: np.ndarray, base: np.ndarray, confidence: float = 0.75) -> dict:
+def _decide(y: np.ndarray, output: np.ndarray, base: np.ndarray, confidence: float = 0.75) -> GuardDecision:
     return decide_with_validation(y, output, base, confidence=confidence, rng=np.random.default_rng(0))
 
 
@@ -40,18 +48,18 @@ def test_a_better_output_is_kept_whole() -> None:
     base = np.clip(0.5 * y + 0.25 + rng.normal(0, 0.25, y.shape), 0, 1)  # often wrong
     output = np.clip(0.8 * y + 0.1, 0, 1)  # always right
     decision = _decide(y, output, base)
-    assert decision["base_weight"] == 0.0
-    assert decision["loss_support"] == {"0.0": 0.0}
-    assert decision["val_chosen_micro_f1"] == decision["val_output_micro_f1"] > decision["val_base_micro_f1"]
+    assert decision.base_weight == 0.0
+    assert decision.loss_support == {0.0: 0.0}
+    assert decision.val_chosen_micro_f1 == decision.val_output_micro_f1 > decision.val_base_micro_f1
 
 
 def test_a_clearly_worse_output_falls_back_to_the_base_model() -> None:
     y = _labels()
     base = np.clip(0.8 * y + 0.1, 0, 1)
     decision = _decide(y, 1 - base, base)
-    assert decision["base_weight"] == 1.0
-    assert decision["loss_support"]["0.0"] == decision["loss_support"]["0.5"] == 1.0
-    assert decision["val_chosen_micro_f1"] == decision["val_base_micro_f1"]
+    assert decision.base_weight == 1.0
+    assert decision.loss_support[0.0] == decision.loss_support[0.5] == 1.0
+    assert decision.val_chosen_micro_f1 == decision.val_base_micro_f1
 
 
 def test_a_loss_within_validation_noise_keeps_the_output() -> None:
@@ -66,10 +74,10 @@ def test_a_loss_within_validation_noise_keeps_the_output() -> None:
     output = _flip(_flip(base, np.argwhere(flips)[:4]), np.argwhere(~flips)[:5])
     kept = _decide(y, output, base, confidence=0.75)
     lax = _decide(y, output, base, confidence=0.3)
-    assert kept["val_output_micro_f1"] < kept["val_base_micro_f1"]
-    assert 0.3 < kept["loss_support"]["0.0"] < 0.75
-    assert kept["base_weight"] == 0.0
-    assert lax["base_weight"] > 0.0
+    assert kept.val_output_micro_f1 < kept.val_base_micro_f1
+    assert 0.3 < kept.loss_support[0.0] < 0.75
+    assert kept.base_weight == 0.0
+    assert lax.base_weight > 0.0
 
 
 def test_the_half_blend_is_the_middle_step() -> None:
@@ -83,29 +91,29 @@ def test_the_half_blend_is_the_middle_step() -> None:
     output[:, 1] = weak_right[:, 1]
     output[:, [0, 2]] = np.where(y[:, [0, 2]] == 1, 0.4, 0.6)
     decision = _decide(y, output, base)
-    assert decision["loss_support"]["0.0"] == 1.0 and decision["loss_support"]["0.5"] == 0.0
-    assert decision["base_weight"] == 0.5
-    assert decision["val_chosen_micro_f1"] == 1.0
+    assert decision.loss_support[0.0] == 1.0 and decision.loss_support[0.5] == 0.0
+    assert decision.base_weight == 0.5
+    assert decision.val_chosen_micro_f1 == 1.0
 
 
 def test_thin_evidence_is_reported() -> None:
     y = _labels(12, 3, seed=6)
     base = np.where(y == 1, 0.6, 0.4).astype(float)
     output = _flip(base, np.array([[0, 0], [1, 1], [2, 2]]))
-    assert _decide(y, output, base)["evidence_thin"]
+    assert _decide(y, output, base).evidence_thin
     y_big = _labels(3000, 3, seed=6)
     base_big = np.where(y_big == 1, 0.6, 0.4).astype(float)
-    assert not _decide(y_big, base_big, base_big)["evidence_thin"]
+    assert not _decide(y_big, base_big, base_big).evidence_thin
 
 
 def test_without_labels_a_plausible_output_gets_the_prior_weight() -> None:
     rng = np.random.default_rng(7)
     base = rng.uniform(size=(500, 6))
     output = np.clip(base + rng.normal(0, 0.1, base.shape), 0, 1)
-    decision = decide_without_validation(output, base, base_weight=1 / 3)
-    assert decision["base_weight"] == 1 / 3 and not decision["refused"]
-    assert decision["kept_base_positives"] > 0.8
-    assert 0.8 < decision["cardinality_ratio"] < 1.25
+    decision = decide_without_validation(output, base, base_weight=0.25)
+    assert decision.base_weight == 0.25 and not decision.refused
+    assert decision.kept_base_positives > 0.8
+    assert 0.8 < decision.cardinality_ratio < 1.25
 
 
 @pytest.mark.parametrize("collapse", ["nothing", "everything"])
@@ -113,7 +121,44 @@ def test_without_labels_a_collapsed_output_is_refused(collapse: str) -> None:
     rng = np.random.default_rng(8)
     base = rng.uniform(0, 0.7, size=(500, 10))  # about 3 labels per row expected
     output = np.zeros_like(base) if collapse == "nothing" else np.ones_like(base)
-    decision = decide_without_validation(output, base, base_weight=1 / 3)
-    assert decision["refused"] and decision["base_weight"] == 1.0
-    assert ("keeps" in decision["reason"]) == (collapse == "nothing")
-    assert ("labels per row" in decision["reason"])
+    decision = decide_without_validation(output, base, base_weight=0.25)
+    assert decision.refused and decision.base_weight == 1.0
+    assert ("keeps" in decision.reason) == (collapse == "nothing")
+    assert ("labels per row" in decision.reason)
+
+
+def test_the_decision_round_trips_through_json() -> None:
+    y = _labels()
+    base = np.full(y.shape, 0.4)
+    decisions = [_decide(y, np.clip(0.8 * y + 0.1, 0, 1), base),
+                 decide_without_validation(np.clip(0.8 * y + 0.1, 0, 1), base, base_weight=0.25),
+                 GuardDecision.skipped("guard=False")]
+    assert decisions[0].mode == "validation" and decisions[1].mode == "no validation labels"
+    for original in decisions:
+        text = json.dumps(original.to_dict())  # plain JSON types only
+        assert GuardDecision.from_dict(json.loads(text)) == original
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda d: d.update(blend=1.5), r"guard_\.blend must be a number in \[0, 1\]"),
+        (lambda d: d.pop("blend"), "missing the field.*'blend'"),
+        (lambda d: d.update(applied="yes"), r"guard_\.applied must be true or false"),
+        (lambda d: d.update(surprise=1), "unknown field.*'surprise'"),
+        (lambda d: d.update(loss_support={"half": 0.5}), "loss_support key"),
+        (lambda d: d.update(val_base_micro_f1="0.7"), r"guard_\.val_base_micro_f1"),
+        (lambda d: d.update(reason=3), r"guard_\.reason"),
+        (lambda d: d.update(n_val=0), r"guard_\.n_val"),
+        (lambda d: d.update(gain_interval_90=[0.1]), r"guard_\.gain_interval_90"),
+        (lambda d: d.update(cardinality_ratio=-1), r"guard_\.cardinality_ratio"),
+        (lambda d: d.update(evidence_thin="no"), r"guard_\.evidence_thin"),
+    ],
+)
+def test_a_corrupt_decision_is_rejected_naming_the_field(change, match) -> None:
+    data = GuardDecision.skipped("guard=False").to_dict()
+    change(data)
+    with pytest.raises(ValueError, match=match):
+        GuardDecision.from_dict(data)
+    with pytest.raises(ValueError, match="mapping"):
+        GuardDecision.from_dict(["applied", True])

@@ -89,3 +89,16 @@ def test_guard_parameters_are_checked(bad: dict, noisy_problem: dict[str, np.nda
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):
         LSNPC(**bad, **FAST).fit(noisy_problem["X"][:50], noisy_problem["P"][:50])
+
+
+def test_the_student_is_saved_checked_and_loaded(noisy_problem: dict[str, np.ndarray], tmp_path) -> None:
+    X, P = noisy_problem["X"], noisy_problem["P"]
+    model = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200])
+    model.save(tmp_path / "m")
+    loaded = LSNPC.load(tmp_path / "m")
+    assert loaded.student_info_ == model.student_info_ and loaded.student_ is not None
+    np.testing.assert_array_equal(loaded.predict_proba(X[300:], P[300:]), model.predict_proba(X[300:], P[300:]))
+    weights = tmp_path / "m" / "student.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + bytes(8))
+    with pytest.raises(ValueError, match="student.safetensors is damaged"):
+        LSNPC.load(tmp_path / "m")

@@ -119,6 +119,8 @@ def test_offline_error_says_what_to_put_where(tmp_path: Path) -> None:
     for remote in get_dataset_info("goemotions").files:
         assert remote.path in message and remote.url in message
     assert _leftovers(home / "goemotions") == []
+    assert message.splitlines()[0].startswith("could not download 'goemotions' from")
+    assert not home.exists(), "an offline download leaves no (empty) folder behind"
 
 
 def test_not_downloadable_explains(tmp_path: Path) -> None:

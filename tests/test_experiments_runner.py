@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -130,7 +131,7 @@ def test_killed_grid_loses_nothing_finished_and_resumes(tmp_path: Path) -> None:
 
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert f"{len(finished)} already finished" in done.stdout.replace("\n", " ")
+    assert f"{len(finished)} already finished" in done.stderr.replace("\n", " ")
     assert len(store.finished_ids()) == 12 and store.partial_files() == []
     assert {rid: store.path_for(rid).read_bytes() for rid in finished} == before
 
@@ -182,3 +183,90 @@ def test_source_revision_names_the_checked_out_commit() -> None:
         pytest.skip("lsnpc is not running from a git checkout here (installed as a wheel)")
     revision = source_revision()
     assert revision is not None and revision.removesuffix("+dirty") == head.stdout.strip()
+
+
+# ----------------------------------------------------------------------------- runs that must not be lost or doubled
+
+
+def test_a_truncated_or_empty_run_file_is_redone(tmp_path: Path) -> None:
+    config = parse_config(tiny(seeds=[0], processors=["none", "knn"]))
+    run_experiment(config, tmp_path, threads=1)
+    store = ResultsStore(tmp_path)
+    first, second = sorted(store.finished_ids())
+    good = store.path_for(first).read_text()
+    store.path_for(first).write_text(good[: len(good) // 2])
+    store.path_for(second).write_text("")
+    summary = run_experiment(config, tmp_path, threads=1)
+    assert (summary.n_skipped, summary.n_done) == (0, 2)
+    redone, before = json.loads(store.path_for(first).read_text()), json.loads(good)
+    assert redone["run_id"] == first and redone["micro_f1"] == before["micro_f1"]  # the same run, complete again
+    assert store.unreadable_files() == []
+
+
+_HOLD_CLAIM = """
+import sys, time
+from lsnpc.experiments.store import ResultsStore
+assert ResultsStore(sys.argv[1]).claim(sys.argv[2])
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_group_another_runner_holds_is_left_to_it_until_that_runner_is_gone(tmp_path: Path) -> None:
+    config = parse_config(tiny(seeds=[0, 1], processors=["none", "knn"]))
+    taken = group_runs(expand_runs(config))[0]
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_CLAIM, str(tmp_path), taken.key], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        summary = run_experiment(config, tmp_path, threads=1)
+        assert (summary.n_done, summary.n_elsewhere) == (2, 2)
+        assert ResultsStore(tmp_path).finished_ids().isdisjoint(r.run_id for r in taken.runs)
+        assert len(ResultsStore(tmp_path).live_claims()) == 1  # this runner dropped its own claims
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    summary = run_experiment(config, tmp_path, threads=1)  # the holder died: its claim is stale
+    assert (summary.n_done, summary.n_elsewhere, summary.n_skipped) == (2, 0, 2)
+    assert ResultsStore(tmp_path).live_claims() == []
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_workers_end_with_their_killed_parent(tmp_path: Path) -> None:
+    """`kill -9` of `lsnpc experiment run --jobs 2` alone (not its process group) leaves no orphan worker."""
+    path = tmp_path / "grid.yaml"
+    path.write_text(json.dumps(tiny(seeds=list(range(8)), max_train=300)))
+    results = tmp_path / "results"
+    cmd = [sys.executable, "-m", "lsnpc.cli", "experiment", "run", str(path), "--results", str(results), "--jobs", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not ResultsStore(results).live_claims() and time.time() < deadline:  # workers are running groups
+            time.sleep(0.2)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2, "the workers did not start"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.time() + 30
+        while any(Path(f"/proc/{w}").exists() for w in workers) and time.time() < deadline:
+            time.sleep(0.2)
+        alive = [w for w in workers if Path(f"/proc/{w}").exists()
+                 and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        assert alive == [], "workers outlived their parent"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

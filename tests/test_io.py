@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lsnpc._io import atomic_directory, atomic_write_json, atomic_write_text
+from lsnpc._io import atomic_directory, atomic_write_json, atomic_write_text, process_token, remove_stale_partials
 
 
 def _mode(path: Path) -> int:
@@ -30,7 +30,7 @@ def test_atomic_file_has_umask_permissions_and_no_leftovers(tmp_path: Path) -> N
 def test_failed_write_leaves_the_old_file(tmp_path: Path) -> None:
     atomic_write_text(tmp_path / "keep.txt", "old")
     with pytest.raises(RuntimeError):
-        with atomic_directory(tmp_path / "dir") as tmp:
+        with atomic_directory(tmp_path / "dir", owned=("part",)) as tmp:
             (tmp / "part").write_text("half")
             raise RuntimeError("interrupted")
     assert not (tmp_path / "dir").exists()
@@ -41,10 +41,37 @@ def test_atomic_directory_replaces_and_gets_mkdir_permissions(tmp_path: Path) ->
     old = os.umask(0o022)
     try:
         for text in ("first", "second"):
-            with atomic_directory(tmp_path / "model") as tmp:
+            with atomic_directory(tmp_path / "model", owned=("f",), replace=True) as tmp:
                 (tmp / "f").write_text(text)
     finally:
         os.umask(old)
     assert (tmp_path / "model" / "f").read_text() == "second"
     assert _mode(tmp_path / "model") == 0o755
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_atomic_directory_never_replaces_foreign_content(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    with atomic_directory(target, owned=("f",)) as tmp:
+        (tmp / "f").write_text("v1")
+    with pytest.raises(FileExistsError, match="pass replace=True"):
+        with atomic_directory(target, owned=("f",)) as tmp:
+            raise AssertionError("the body must not run")
+    (target / "user.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"holds files this program did not write \(user.txt\)"):
+        with atomic_directory(target, owned=("f",), replace=True):
+            raise AssertionError("the body must not run")
+    assert sorted(p.name for p in target.iterdir()) == ["f", "user.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_only_leftovers_of_finished_writers_are_removed(tmp_path: Path) -> None:
+    live = tmp_path / ".out.lsnpc-partial-live"
+    live.mkdir()
+    atomic_write_json(live / ".lsnpc-partial", process_token())  # this process: still writing
+    dead = tmp_path / ".out.lsnpc-partial-dead"
+    dead.mkdir()
+    atomic_write_json(dead / ".lsnpc-partial", {**process_token(), "pid": 2**22 + 12345})
+    (dead / "f").write_text("half")
+    assert remove_stale_partials(tmp_path / "out", owned=("f",)) == [dead]
+    assert live.is_dir() and not dead.exists()

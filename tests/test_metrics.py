@@ -132,3 +132,18 @@ def test_every_public_metric_validates():
 
 def test_docstring_examples_run():
     assert doctest.testmod(M).failed == 0
+
+
+def test_a_single_label_column_is_scored() -> None:
+    """scikit-learn's ranking metrics refuse one column ("binary"); with one label they must equal what they
+    give when a second, never-true label is always ranked last (it changes no ranking of true labels)."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, size=(40, 1))
+    p = rng.uniform(size=(40, 1))
+    scores = evaluate(y, p)
+    y2, p2 = np.hstack([y, np.zeros_like(y)]), np.hstack([p, np.full_like(p, -1.0)])
+    assert scores["lrap"] == pytest.approx(skm.label_ranking_average_precision_score(y2, p2))
+    assert scores["ranking_loss"] == pytest.approx(skm.label_ranking_loss(y2, p2))
+    assert scores["coverage"] == pytest.approx(skm.coverage_error(y2, p2))
+    f1 = skm.f1_score(y[:, 0], p[:, 0] >= 0.5)  # the label's F1 (scikit-learn's "micro" of one column: accuracy)
+    assert scores["micro_f1"] == pytest.approx(f1) and scores["macro_f1"] == pytest.approx(f1)

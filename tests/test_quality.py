@@ -22,7 +22,7 @@ def _gains(data_home: Path, rate: float, seed: int = 0) -> dict[str, tuple[float
     split = paper_splits(len(X), random_state=seed)
     tr, v0 = split["train"], split["val0"]
     Y_noisy = simulate_noise(Y[tr], "symmetric", rate, random_state=seed)[0] if rate else Y[tr]
-    base = MLPClassifier(random_state=seed, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], Y_val=Y[v0])
+    base = MLPClassifier(random_state=seed, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
     P_train, P_val, P_test = (base.predict_proba(a) for a in (X[tr], X[v0], test.X))
     gains = {}
     for mode, kwargs in (("val", dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_val)), ("noval", {})):

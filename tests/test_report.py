@@ -109,3 +109,44 @@ def test_report_errors(tmp_path: Path, store: ResultsStore) -> None:
         write_report(tmp_path / "nothing")
     with pytest.raises(ValueError, match="not in the results"):
         summary_table(load_results(store.root), metrics=("f2",))
+
+
+def test_truncated_or_empty_run_files_count_as_unfinished_and_are_named(store: ResultsStore, tmp_path: Path) -> None:
+    store.path_for("k1").write_text(store.path_for("k1").read_text()[:40])  # truncated
+    store.path_for("c1").write_text("")  # empty
+    assert not store.has("k1") and not store.has("c1") and store.has("k0")
+    assert {"k1", "c1"}.isdisjoint(store.finished_ids()) and len(store.finished_ids()) == 10
+    assert [p.stem for p in store.unreadable_files()] == ["c1", "k1"]
+    paths = write_report(store.root, tmp_path / "rep", plots=False)
+    assert [p.name for p in paths["unreadable"]] == ["c1.json", "k1.json"]
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Left out" in md and "`c1.json`" in md and "`k1.json`" in md
+
+
+def test_report_says_where_a_post_processor_returned_the_base_model(tmp_path: Path) -> None:
+    s = ResultsStore(tmp_path / "results")
+    for seed in (0, 1):
+        s.write(_row(f"b{seed}", "none", seed, 0.3, 0.5, 0.4, n_labels=6))
+        s.write(_row(f"k{seed}", "knn", seed, 0.3, 0.5, 0.4, n_labels=6, n_fallback_labels=6))  # all labels
+        s.write(_row(f"l{seed}", "lsnpc", seed, 0.3, 0.6 + seed / 10, 0.4, n_labels=6))
+    write_report(s.root, tmp_path / "rep", plots=False)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    section = md.split("## Where a post-processor returned the base model", 1)[1].split("##", 1)[0]
+    assert "knn: fell back to the base model's probabilities in 2 of 2 runs (for 6 of 6 labels)" in section
+    assert "scored exactly as the base model in 2 of 2 runs" in section
+    assert "lsnpc" not in section
+
+
+def test_history_series_keep_the_real_epoch_numbers() -> None:
+    from lsnpc.experiments.plots import history_series
+
+    lsnpc_history = [  # LSNPC's: a warm start (epoch 0) without the training losses, then epochs 1, 2
+        {"epoch": 0, "phase": "warm_start", "warm_start_loss": 0.7, "val_micro_f1": 0.4},
+        {"epoch": 1, "phase": "train", "loss": 3.0, "val_micro_f1": 0.5},
+        {"epoch": 2, "phase": "train", "loss": 2.0, "val_micro_f1": 0.6},
+    ]
+    series = history_series(lsnpc_history)
+    assert series["loss"] == ([1.0, 2.0], [3.0, 2.0])
+    assert series["val_micro_f1"] == ([0.0, 1.0, 2.0], [0.4, 0.5, 0.6])
+    assert "phase" not in series and "epoch" not in series
+    assert history_series({"train_loss": [0.9, 0.8, 0.7]})["train_loss"] == ([1.0, 2.0, 3.0], [0.9, 0.8, 0.7])

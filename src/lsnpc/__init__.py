@@ -26,6 +26,10 @@ _EXPORTS: dict[str, str] = {
     "KNNCorrector": "lsnpc.baselines",
     "NPCCorrector": "lsnpc.baselines",
     "NotFittedError": "lsnpc._validation",
+    "label_quality_scores": "lsnpc.label_issues",
+    "find_label_issues": "lsnpc.label_issues",
+    "correct_labels": "lsnpc.label_issues",
+    "cross_val_pred_probs": "lsnpc.model_selection",
 }
 _SUBMODULES = {"noise", "metrics", "data", "features", "classifiers", "baselines", "experiments"}
 

@@ -1,12 +1,22 @@
-"""Atomic file writes: a file is either fully written or absent, never half-written."""
+"""Atomic file writes: a file is either fully written or absent, never half-written.
+
+Directories are written the same way (:func:`atomic_directory`), and they never replace, or delete,
+anything the program did not write: a folder is replaced only when it holds nothing but the files
+the caller names as its own. What a killed writer leaves behind is recognisable (a name pattern and
+a marker file naming the writing process) and is removed by the next writer once that process is
+gone.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shutil
+import socket
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +26,18 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_json",
+    "process_token",
+    "process_alive",
 ]
+
+# Leftovers of a killed directory write: ".<name>.lsnpc-partial-XXXX" (the new content, with the
+# marker file inside) and ".<name>.lsnpc-old-XXXX" (the previous content during the swap).
+_PARTIAL = "lsnpc-partial"
+_OLD = "lsnpc-old"
+PARTIAL_MARKER = ".lsnpc-partial"
+# A partial folder whose marker is gone (the writer removes it just before the final rename) or names
+# a process on another host is stale after this long; a save takes seconds.
+_STALE_AFTER_S = 24 * 3600
 
 
 @contextlib.contextmanager
@@ -72,31 +93,177 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int = 2
     return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True) + "\n")
 
 
-@contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a fresh temporary directory beside ``path``; on success it replaces ``path``.
+def process_token() -> dict[str, Any]:
+    """Who is writing: host, pid and (on Linux) the process start time, which tells a reused pid apart."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "start": _start_time(os.getpid())}
 
-    An existing directory at ``path`` is swapped out only after the new one is complete, and is
-    removed afterwards; if the body raises, the temporary directory is deleted and ``path`` is
-    left as it was.
-    """
-    import shutil
 
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+def _start_time(pid: int) -> int | None:
     try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22 (start time in clock ticks); the command name (field 2) may hold spaces, so split after it.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def process_alive(token: Any) -> bool | None:
+    """Whether the process of a :func:`process_token` still runs: None when it is on another host
+    (or the token is unreadable), so the caller falls back to the age of what it left."""
+    if not isinstance(token, dict) or token.get("host") != socket.gethostname():
+        return None
+    pid = token.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        pass
+    start = token.get("start")
+    return start is None or _start_time(pid) in (None, start)
+
+
+def _is_stale(folder: Path, marker: Path) -> bool:
+    try:
+        token = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        token = None
+    alive = process_alive(token)
+    if alive is not None:
+        return not alive
+    try:
+        return time.time() - folder.stat().st_mtime > _STALE_AFTER_S
+    except OSError:
+        return False
+
+
+def _ours(name: str, owned: Collection[str]) -> bool:
+    """A file the directory writer creates: an owned name, the marker, or an atomic write's temp file."""
+    if name in owned or name == PARTIAL_MARKER:
+        return True
+    return name.endswith(".tmp") and any(name.startswith(f".{o}.") for o in (*owned, PARTIAL_MARKER))
+
+
+def _remove_our_files(folder: Path, owned: Collection[str]) -> bool:
+    """Delete the files of ``folder`` that :func:`_ours` recognises, then the folder if it is empty.
+
+    Never recursive: anything else in it stays, and so does the folder. Returns whether it is gone.
+    """
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if _ours(entry.name, owned) and entry.is_file() and not entry.is_symlink():
+                entry.unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        return False
+    return True
+
+
+def remove_stale_partials(path: str | os.PathLike[str], owned: Collection[str]) -> list[Path]:
+    """Remove what killed :func:`atomic_directory` writes of ``path`` left beside it; return those removed.
+
+    A partial folder is removed only once its writer is gone (its marker names a process that no
+    longer runs, or it is older than a day); the previous content of a swap only once ``path``
+    exists again. Only the writer's own files are deleted, never anything else.
+    """
+    target = Path(os.path.abspath(path))
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in target.parent.iterdir():
+            name = entry.name
+            if not name.startswith(f".{target.name}.") or entry.is_symlink() or not entry.is_dir():
+                continue
+            kind = name[len(target.name) + 2 :].rsplit("-", 1)[0]
+            if kind == _PARTIAL:
+                stale = _is_stale(entry, entry / PARTIAL_MARKER)
+            elif kind == _OLD:
+                stale = target.is_dir()
+            else:
+                continue
+            if stale and _remove_our_files(entry, owned):
+                removed.append(entry)
+    return removed
+
+
+def check_replaceable(path: str | os.PathLike[str], owned: Collection[str]) -> Path | None:
+    """Raise FileExistsError saying why a directory write may not replace ``path``; else return the
+    directory there (None when ``path`` is absent).
+
+    It may when it is absent, an empty directory, or a directory holding only ``owned`` files; never
+    the current folder or a parent of it, a link or a file.
+    """
+    target = Path(path)
+    cwd = Path.cwd().resolve()
+    resolved = target.resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise FileExistsError(f"{str(path)!r} is the current folder or one of its parents; "
+                              "give the name of a new folder inside it")
+    if target.is_symlink():
+        raise FileExistsError(f"{str(path)!r} is a symbolic link; give the path of a folder")
+    if not target.exists():
+        return None
+    if not target.is_dir():
+        raise FileExistsError(f"{str(path)!r} exists and is not a folder")
+    foreign = sorted(p.name for p in target.iterdir() if p.name not in owned or not p.is_file() or p.is_symlink())
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise FileExistsError(f"{str(path)!r} holds files this program did not write ({shown}); "
+                              "it is never replaced: choose another path")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_directory(
+    path: str | os.PathLike[str], *, owned: Collection[str], replace: bool = False
+) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``path``; on success it becomes ``path``.
+
+    ``owned``: the names of the files the body writes. An existing ``path`` is replaced only when it
+    is an empty directory or holds nothing but ``owned`` files and ``replace`` is true (else
+    FileExistsError before the body runs; :func:`check_replaceable` says why); the previous files are
+    then deleted one by one after the swap (never a recursive delete). The current folder and its
+    parents are never replaced. If the body raises, the temporary directory is deleted and ``path``
+    is left as it was; if the process is killed, the next write of ``path`` removes its leftovers
+    (:func:`remove_stale_partials`). Files and the directory get the permissions ``open`` and
+    ``mkdir`` would give them.
+    """
+    owned = frozenset(owned)
+    target = Path(os.path.abspath(path))
+    existing = check_replaceable(path, owned)
+    if existing is not None and any(existing.iterdir()) and not replace:
+        raise FileExistsError(f"{str(path)!r} already exists; pass replace=True to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(target, owned)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{_PARTIAL}-"))
+    try:
+        atomic_write_json(tmp / PARTIAL_MARKER, process_token())
         yield tmp
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp creates 0700; give it what mkdir would
-        if target.exists():
-            if not target.is_dir():
-                raise FileExistsError(f"{target} exists and is not a directory")
-            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
-            os.replace(target, old / "previous")
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        (tmp / PARTIAL_MARKER).unlink()
+        mask = _umask()
+        for entry in tmp.iterdir():  # some writers (safetensors) create 0600 files
+            os.chmod(entry, 0o666 & ~mask)
+        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp creates 0700
+        _swap_in(tmp, target, owned)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # made by this call, a moment ago
         raise
+
+
+def _swap_in(tmp: Path, target: Path, owned: frozenset[str]) -> None:
+    """Rename ``tmp`` onto ``target``; a previous ``target`` (checked again: nothing foreign in it)
+    moves aside first and its files are deleted after."""
+    if not target.exists():
+        os.rename(tmp, target)
+        return
+    check_replaceable(target, owned)
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{_OLD}-"))
+    os.rename(target, old)  # onto the empty directory just made: atomic, and fails if it is not empty
+    try:
+        os.rename(tmp, target)
+    except BaseException:
+        os.rename(old, target)  # the previous content goes back where it was
+        raise
+    _remove_our_files(old, owned)

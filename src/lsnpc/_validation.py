@@ -18,10 +18,12 @@ __all__ = [
     "check_array",
     "check_probabilities",
     "check_binary_labels",
+    "check_multilabel",
     "check_same_n_samples",
     "check_n_features",
     "check_random_state",
     "check_in_choices",
+    "check_bool",
     "check_scalar",
     "check_is_fitted",
 ]
@@ -122,6 +124,53 @@ def check_binary_labels(value: Any, name: str, *, min_samples: int = 1) -> np.nd
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def check_multilabel(value: Any, name: str, *, n_labels: int | None = None, min_samples: int = 1) -> np.ndarray:
+    """Return multilabel annotations as an (n, L) int64 0/1 matrix.
+
+    ``value`` is either a multi-hot (n, L) array or cleanlab's format: a list with one entry per sample,
+    each a list of the class indices (0..L-1) that apply, e.g. ``[[0, 2], [], [1]]``; L is then
+    ``n_labels`` (e.g. ``pred_probs.shape[1]``). A nested Python list whose rows all hold L (or, without
+    ``n_labels``, equally many) entries of 0 and 1 is read as multi-hot. For a matrix, ``n_labels``,
+    when given, must match its width.
+    """
+    if _is_index_lists(value, n_labels):
+        if n_labels is None:
+            raise ValueError(f"{name} given as lists of class indices needs the number of labels L")
+        if len(value) < min_samples:
+            raise ValueError(f"{name} must have at least {min_samples} sample(s), got {len(value)}")
+        out = np.zeros((len(value), n_labels), dtype=np.int64)
+        for i, row in enumerate(value):
+            indices = np.asarray(list(row))
+            if indices.size == 0:
+                continue
+            if not np.issubdtype(indices.dtype, np.integer):
+                raise ValueError(f"{name}[{i}] must hold integer class indices, got {list(row)!r}")
+            bad = indices[(indices < 0) | (indices >= n_labels)]
+            if bad.size:
+                raise ValueError(
+                    f"{name}[{i}] holds class index {int(bad[0])}, outside 0..{n_labels - 1} (L = {n_labels})"
+                )
+            out[i, indices] = 1
+        return out
+    arr = check_binary_labels(value, name, min_samples=min_samples)
+    if n_labels is not None and arr.shape[1] != n_labels:
+        raise ValueError(f"{name} has {arr.shape[1]} label columns, but pred_probs has {n_labels}")
+    return arr
+
+
+def _is_index_lists(value: Any, n_labels: int | None) -> bool:
+    """Whether ``value`` is a Python sequence of index lists rather than a multi-hot matrix."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return False
+    rows = [row for row in value if isinstance(row, (list, tuple, set, frozenset, np.ndarray))]
+    if len(rows) != len(value) or any(np.ndim(row) != 1 for row in rows):
+        return False
+    widths = {len(row) for row in rows}
+    multi_hot_width = len(widths) == 1 and (n_labels is None or widths == {n_labels})
+    zeros_ones = all(isinstance(v, (int, np.integer, bool)) and v in (0, 1) for row in rows for v in row)
+    return not (multi_hot_width and zeros_ones and widths != {0})
+
+
 def check_same_n_samples(**arrays: np.ndarray | None) -> int:
     """Check that every given (non-None) array has the same first dimension; return it."""
     sizes = {name: len(a) for name, a in arrays.items() if a is not None}
@@ -203,6 +252,13 @@ def check_in_choices(value: Any, name: str, choices: Sequence[Any]) -> Any:
         options = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {options}; got {value!r}")
     return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Check that a switch is ``True`` or ``False`` (not 0/1, not a string), naming it in the error."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_scalar(

@@ -24,6 +24,8 @@ Conventions (so numbers can be compared with papers):
 - ``hamming_loss`` and ``subset_accuracy``: scikit-learn's ``hamming_loss`` / ``accuracy_score`` of
   the binarised predictions.
 - A metric that is undefined for the input (e.g. mAP when no label has a positive) is NaN.
+- :data:`LOWER_IS_BETTER` names the losses (ranking loss, Hamming loss, one-error, coverage); for
+  every other metric larger is better.
 
 This module is torch-free.
 
@@ -55,6 +57,7 @@ from lsnpc._validation import (
 
 __all__ = [
     "METRIC_NAMES",
+    "LOWER_IS_BETTER",
     "evaluate",
     "binarize",
     "per_label_f1",
@@ -82,6 +85,9 @@ METRIC_NAMES: tuple[str, ...] = (
     "coverage",
     "subset_accuracy",
 )
+
+#: The metrics of :data:`METRIC_NAMES` for which smaller is better; for the others larger is better.
+LOWER_IS_BETTER: frozenset[str] = frozenset({"ranking_loss", "hamming_loss", "one_error", "coverage"})
 
 
 def _check_inputs(y_true: Any, probs: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -116,24 +122,31 @@ def _binarized(p: np.ndarray, threshold: Any) -> np.ndarray:
 # --- threshold metrics -------------------------------------------------------------------------
 
 
+def _f1(y: np.ndarray, pred: np.ndarray, average: str | None) -> Any:
+    if y.shape[1] == 1:
+        # scikit-learn reads one label column as a binary target with two classes (its "micro" F1 is then
+        # the accuracy); as multilabel data it is one label, whose F1 is the micro, macro and per-label F1.
+        f1 = skm.f1_score(y[:, 0], pred[:, 0], average="binary", zero_division=0)
+        return np.array([f1]) if average is None else f1
+    return skm.f1_score(y, pred, average=average, zero_division=0)
+
+
 def per_label_f1(y_true: Any, probs: Any, threshold: float = 0.5) -> np.ndarray:
     """F1 of each label, shape (L,), in [0, 1] (0 for a label never true and never predicted)."""
     y, p = _check_inputs(y_true, probs)
-    return np.asarray(
-        skm.f1_score(y, _binarized(p, threshold), average=None, zero_division=0), dtype=np.float64
-    )
+    return np.asarray(_f1(y, _binarized(p, threshold), None), dtype=np.float64)
 
 
 def micro_f1(y_true: Any, probs: Any, threshold: float = 0.5) -> float:
     """F1 over all (sample, label) entries pooled, in [0, 1]."""
     y, p = _check_inputs(y_true, probs)
-    return float(skm.f1_score(y, _binarized(p, threshold), average="micro", zero_division=0))
+    return float(_f1(y, _binarized(p, threshold), "micro"))
 
 
 def macro_f1(y_true: Any, probs: Any, threshold: float = 0.5) -> float:
     """Unweighted mean of the per-label F1 scores, in [0, 1]."""
     y, p = _check_inputs(y_true, probs)
-    return float(skm.f1_score(y, _binarized(p, threshold), average="macro", zero_division=0))
+    return float(_f1(y, _binarized(p, threshold), "macro"))
 
 
 def hamming_loss(y_true: Any, probs: Any, threshold: float = 0.5) -> float:
@@ -166,22 +179,33 @@ def mean_average_precision(y_true: Any, probs: Any) -> float:
     return float(np.nanmean(ap)) if np.isfinite(ap).any() else float("nan")
 
 
+# scikit-learn's ranking metrics refuse a single label column (it reads as "binary", not multilabel);
+# with one label there is nothing to rank, and their definitions give the values used below.
+
+
 def lrap(y_true: Any, probs: Any) -> float:
-    """Label-ranking average precision, in [0, 1] (higher is better)."""
+    """Label-ranking average precision, in [0, 1] (higher is better; 1 with a single label)."""
     y, p = _check_inputs(y_true, probs)
+    if y.shape[1] == 1:
+        return 1.0
     return float(skm.label_ranking_average_precision_score(y, p))
 
 
 def ranking_loss(y_true: Any, probs: Any) -> float:
-    """Fraction of (true, false) label pairs ranked in the wrong order, in [0, 1] (lower is better).
-    """
+    """Fraction of (true, false) label pairs ranked in the wrong order, in [0, 1] (lower is better;
+    0 with a single label: no pairs)."""
     y, p = _check_inputs(y_true, probs)
+    if y.shape[1] == 1:
+        return 0.0
     return float(skm.label_ranking_loss(y, p))
 
 
 def coverage(y_true: Any, probs: Any) -> float:
-    """scikit-learn's coverage error: mean rank depth needed to cover every true label (>= 1)."""
+    """scikit-learn's coverage error: mean rank depth needed to cover every true label (a sample without
+    one needs 0; with a single label, the fraction of samples where it is true)."""
     y, p = _check_inputs(y_true, probs)
+    if y.shape[1] == 1:
+        return float(y.mean())
     return float(skm.coverage_error(y, p))
 
 

@@ -4,7 +4,8 @@
   probabilities).
 - :class:`NPCCorrector`: the direct multilabel extension of NPC (section 3 of the paper).
 
-Both: ``fit(X, pred_probs, *, X_clean=None, y_clean=None, pred_probs_clean=None)``,
+Both are scikit-learn estimators (``get_params``, ``set_params``, ``clone``) with
+``fit(X, pred_probs, *, X_clean=None, y_clean=None, pred_probs_clean=None)``,
 ``predict_proba(X, pred_probs)``, ``predict(X, pred_probs, threshold=0.5)``.
 NPCCorrector needs torch and is imported only when used.
 """

@@ -39,12 +39,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 from torch.distributions import LowRankMultivariateNormal
 from torch.nn import functional as F
 
+from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
-from lsnpc._validation import check_random_state, check_scalar
+from lsnpc._validation import check_bool, check_random_state, check_scalar
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
 
 __all__ = ["NPCCorrector"]
@@ -112,7 +114,7 @@ def _bernoulli_kl(logits: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
     return kl.sum(dim=1)
 
 
-class NPCCorrector(PostProcessorMixin):
+class NPCCorrector(PostProcessorMixin, BaseEstimator):
     """Multilabel NPC: a VAE with the true labels as latent variable (see the module docstring).
 
     Parameters
@@ -193,6 +195,7 @@ class NPCCorrector(PostProcessorMixin):
         check_scalar(self.temperature, "temperature", kind=Real, low=0.0, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+        check_bool(self.verbose, "verbose")
 
     def fit(
         self,
@@ -223,8 +226,8 @@ class NPCCorrector(PostProcessorMixin):
         device = resolve_device(self.device)
         seed = torch_seed_from(check_random_state(self.random_state))
         # Standardised inputs make one learning rate work across feature scales.
-        self.feature_mean_ = data.X.mean(axis=0)
-        self.feature_scale_ = np.where((s := data.X.std(axis=0)) > 0, s, 1.0).astype(np.float32)
+        mean, scale = standardization(data.X)
+        self.feature_mean_, self.feature_scale_ = mean.astype(np.float32), scale.astype(np.float32)
         self.n_features_in_ = data.X.shape[1]
         self.device_ = device
         with seeded(seed, device), num_threads(self.n_threads):
@@ -259,14 +262,14 @@ class NPCCorrector(PostProcessorMixin):
         network.train()
         for epoch in range(int(self.epochs)):
             total, count = 0.0, 0
-            for batch in torch.randperm(x.shape[0], device=device).split(int(self.batch_size)):
+            for batch in minibatches(x.shape[0], int(self.batch_size)):
                 loss = self._noisy_loss(network, x[batch], probs[batch])
                 self._step(optimiser, loss)
                 total += float(loss.detach()) * batch.numel()
                 count += batch.numel()
             if clean is not None:
                 xc, yc, pc = clean
-                for batch in torch.randperm(xc.shape[0], device=device).split(int(self.batch_size)):
+                for batch in minibatches(xc.shape[0], int(self.batch_size)):
                     loss = self._clean_loss(network, xc[batch], yc[batch], pc[batch])
                     self._step(optimiser, loss)
             history.append(total / count)

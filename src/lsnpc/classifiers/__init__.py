@@ -1,8 +1,9 @@
 """Base multilabel classifiers trained on (noisy) labels.
 
-Each has ``fit(X, Y, *, X_val=None, Y_val=None)``, ``predict_proba(X)`` and ``predict(X)``, and after
-fitting exposes ``trunk_`` (a torch module mapping X to an embedding) that LSNPC can start its data
-encoder from.
+Each is a scikit-learn estimator (``get_params``, ``set_params``, ``clone``) with
+``fit(X, y, *, X_val=None, y_val=None)``, ``predict_proba(X)`` and ``predict(X)``, and after fitting
+exposes ``trunk_`` (a torch module mapping X to an embedding) that LSNPC can start its data encoder
+from.
 
 - :class:`MLPClassifier`: a head over fixed features (the paper's MLP_r / MLP_v).
 - :class:`ADDGCN`: attention-driven dynamic graph convolution (Ye et al., 2020).

@@ -13,20 +13,24 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 
+from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import (
     check_array,
     check_binary_labels,
+    check_bool,
     check_is_fitted,
     check_n_features,
     check_random_state,
     check_same_n_samples,
     check_scalar,
 )
+from lsnpc.metrics import micro_f1
 
-__all__ = ["NetClassifier", "Standardize", "micro_f1", "batch_indices"]
+__all__ = ["NetClassifier", "Standardize"]
 
 # Training inputs up to this size are copied to the accelerator once rather than per batch.
 _STAGE_BYTES = 1 << 30
@@ -44,52 +48,22 @@ class Standardize(nn.Module):
         self.register_buffer("mean", mean)
         self.register_buffer("scale", scale)
 
+    @classmethod
+    def from_data(cls, X: np.ndarray) -> Standardize:
+        """The statistics of ``X`` (n, d), or per channel of maps (n, C, H, W) (see :mod:`lsnpc._numerics`)."""
+        mean, scale = standardization(X, (0,) if X.ndim == 2 else (0, 2, 3))
+        return cls(torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(scale, dtype=torch.float32))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) / self.scale
 
 
-def standardize_stats(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-feature mean and scale (d,) of ``X`` (n, d), or per-channel (C,) of maps (n, C, H, W).
-
-    A constant feature gets scale 1 rather than a division by zero.
-    """
-    axes = (0,) if X.ndim == 2 else (0, 2, 3)
-    mean = X.mean(axis=axes, dtype=np.float64)
-    scale = X.std(axis=axes, dtype=np.float64)
-    scale[scale < 1e-8] = 1.0
-    return (
-        torch.as_tensor(mean, dtype=torch.float32),
-        torch.as_tensor(scale, dtype=torch.float32),
-    )
-
-
-def micro_f1(predicted: torch.Tensor, truth: torch.Tensor) -> float:
-    """Micro-averaged F1 of two (n, L) 0/1 tensors (0 when neither has a positive)."""
-    predicted, truth = predicted.bool(), truth.bool()
-    tp = (predicted & truth).sum().item()
-    fp = (predicted & ~truth).sum().item()
-    fn = (~predicted & truth).sum().item()
-    denom = 2 * tp + fp + fn
-    return 2.0 * tp / denom if denom else 0.0
-
-
-def batch_indices(n: int, batch_size: int, generator: torch.Generator | None) -> list[torch.Tensor]:
-    """Index tensors of the mini-batches of one epoch (shuffled when ``generator`` is given).
-
-    A trailing batch of a single sample is merged into the previous one: BatchNorm layers cannot
-    train on one sample, and a one-sample step is mostly noise anyway.
-    """
-    order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
-    batches = list(torch.split(order, batch_size))
-    if len(batches) > 1 and len(batches[-1]) == 1:
-        batches[-2] = torch.cat([batches[-2], batches.pop()])
-    return batches
-
-
-class NetClassifier:
+class NetClassifier(BaseEstimator):
     """Base class of the torch multilabel classifiers; not public.
 
-    Subclasses implement :meth:`_validate_params`, :meth:`_build_network` (a module with a ``trunk``
+    A scikit-learn estimator: the constructor only stores its parameters (``get_params``,
+    ``set_params``, ``clone`` and the repr come from ``BaseEstimator``); they are checked in ``fit``.
+    Subclasses implement :meth:`_check_params`, :meth:`_build_network` (a module with a ``trunk``
     attribute, an ``embedding_dim`` int and a forward giving (batch, L) logits) and may override
     :meth:`_batch_loss`, :meth:`_labels_for_epoch` and :attr:`_input_ndims`.
     """
@@ -98,13 +72,13 @@ class NetClassifier:
     _input_ndims: tuple[int, ...] = (2,)
 
     # -- hooks ------------------------------------------------------------------------------------
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         check_scalar(self.epochs, "epochs", kind=Integral, low=1)
         check_scalar(self.batch_size, "batch_size", kind=Integral, low=1)
         check_scalar(self.lr, "lr", kind=Real, low=0.0, low_inclusive=False)
         check_scalar(self.weight_decay, "weight_decay", kind=Real, low=0.0)
-        if not isinstance(self.standardize, bool):
-            raise ValueError(f"standardize must be True or False, got {self.standardize!r}")
+        check_bool(self.standardize, "standardize")
+        check_bool(self.verbose, "verbose")
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
 
@@ -156,20 +130,20 @@ class NetClassifier:
     def fit(
         self,
         X: Any,
-        Y: Any,
+        y: Any,
         *,
         X_val: Any | None = None,
-        Y_val: Any | None = None,
+        y_val: Any | None = None,
     ) -> "NetClassifier":
-        """Train on features ``X`` and (possibly noisy) labels ``Y``.
+        """Train on features ``X`` and (possibly noisy) labels ``y``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) (or (n_samples, C, H, W) where supported)
             Input features, finite floats.
-        Y : array-like of shape (n_samples, n_labels)
+        y : array-like of shape (n_samples, n_labels)
             0/1 training labels (the noisy ones, in the noisy-label setting).
-        X_val, Y_val : array-like, optional
+        X_val, y_val : array-like, optional
             A validation set (same per-sample shape / same label count). When given, the weights of
             the epoch with the best validation micro-F1 (threshold 0.5) are kept, as in the paper;
             without it the last epoch's weights are kept.
@@ -178,32 +152,30 @@ class NetClassifier:
         -------
         self
         """
-        self._validate_params()
-        if not isinstance(self.verbose, bool):
-            raise ValueError(f"verbose must be True or False, got {self.verbose!r}")
+        self._check_params()
         X = self._check_X(X, "X", min_samples=2)
-        Y = check_binary_labels(Y, "Y", min_samples=2)
-        check_same_n_samples(X=X, Y=Y)
-        if (X_val is None) != (Y_val is None):
-            raise ValueError("X_val and Y_val must be given together (or neither)")
+        y = check_binary_labels(y, "y", min_samples=2)
+        check_same_n_samples(X=X, y=y)
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together (or neither)")
         device = resolve_device(self.device)
         rng = check_random_state(self.random_state)
 
         if X_val is not None:
             X_val = self._check_X(X_val, "X_val")
             self._check_input_shape(X_val, "X_val", X.shape[1:])
-            Y_val = check_binary_labels(Y_val, "Y_val")
-            check_n_features(Y_val, "Y_val", Y.shape[1], "label columns")
-            check_same_n_samples(X_val=X_val, Y_val=Y_val)
+            y_val = check_binary_labels(y_val, "y_val")
+            check_n_features(y_val, "y_val", y.shape[1], "label columns")
+            check_same_n_samples(X_val=X_val, y_val=y_val)
 
         seed = torch_seed_from(rng)
         with num_threads(self.n_threads), seeded(seed, device):
-            network = self._build_network(X, Y.shape[1]).to(device)
-            self._train(network, X, Y, X_val, Y_val, device, seed)
+            network = self._build_network(X, y.shape[1]).to(device)
+            self._train(network, X, y, X_val, y_val, device, seed)
         network.eval()
         self.input_shape_ = tuple(X.shape[1:])
         self.n_features_in_ = int(X.shape[1])
-        self.n_labels_ = int(Y.shape[1])
+        self.n_labels_ = int(y.shape[1])
         self.network_ = network
         self.trunk_ = network.trunk
         self.embedding_dim_ = int(network.embedding_dim)
@@ -213,9 +185,9 @@ class NetClassifier:
         self,
         network: nn.Module,
         X: np.ndarray,
-        Y: np.ndarray,
+        y: np.ndarray,
         X_val: np.ndarray | None,
-        Y_val: np.ndarray | None,
+        y_val: np.ndarray | None,
         device: torch.device,
         seed: int,
     ) -> None:
@@ -224,22 +196,21 @@ class NetClassifier:
         # and moves batch by batch. Labels stay on the CPU (HLC rewrites them between epochs).
         on_device = device.type != "cpu" and X.nbytes <= _STAGE_BYTES
         X_t = to_tensor(X, device if on_device else torch.device("cpu"))
-        labels = to_tensor(Y, torch.device("cpu"))
-        Y_val_t = to_tensor(Y_val, torch.device("cpu")) if Y_val is not None else None
+        labels = to_tensor(y, torch.device("cpu"))
         optimizer = torch.optim.Adam(network.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         shuffle = torch.Generator().manual_seed(seed)
         n = len(X)
 
         history: dict[str, list[float]] = {"train_loss": []}
-        if Y_val is not None:
+        if y_val is not None:
             history["val_micro_f1"] = []
         best_f1, best_state, best_epoch = -1.0, None, self.epochs - 1
         self.history_ = history
         for epoch in range(self.epochs):
             labels = self._labels_for_epoch(epoch, network, X_t, labels)
             network.train()
-            total = torch.zeros((), device=device)
-            for idx in batch_indices(n, self.batch_size, shuffle):
+            total, seen = torch.zeros((), device=device), 0
+            for idx in minibatches(n, self.batch_size, shuffle):
                 xb = X_t[idx].to(device, non_blocking=True)
                 yb = labels[idx].to(device, non_blocking=True)
                 loss = self._batch_loss(network, xb, yb)
@@ -250,11 +221,11 @@ class NetClassifier:
                     nn.utils.clip_grad_norm_(network.parameters(), max_norm)
                 optimizer.step()
                 total += loss.detach() * len(idx)
-            history["train_loss"].append(float(total) / n)
+                seen += len(idx)
+            history["train_loss"].append(float(total) / seen)
             message = f"epoch {epoch + 1}/{self.epochs}  train loss {history['train_loss'][-1]:.4f}"
-            if Y_val_t is not None:
-                probs = self._predict_tensor(network, X_val, device)
-                f1 = micro_f1(probs >= 0.5, Y_val_t)
+            if y_val is not None:
+                f1 = micro_f1(y_val, self._predict_tensor(network, X_val, device).numpy())
                 history["val_micro_f1"].append(f1)
                 message += f"  val micro-F1 {f1:.4f}"
                 if f1 > best_f1:
@@ -275,10 +246,7 @@ class NetClassifier:
         was_training = network.training
         network.eval()
         X_t = X if isinstance(X, torch.Tensor) else to_tensor(X, torch.device("cpu"))
-        out = [
-            torch.sigmoid(network(X_t[idx].to(device))).float().cpu()
-            for idx in batch_indices(len(X_t), self._predict_batch_size(), None)
-        ]
+        out = [torch.sigmoid(network(chunk.to(device))).float().cpu() for chunk in X_t.split(self._predict_batch_size())]
         network.train(was_training)
         return torch.cat(out)
 
@@ -313,16 +281,3 @@ class NetClassifier:
         """0/1 predictions (n_samples, n_labels), int64: probability >= ``threshold``."""
         check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0)
         return (self.predict_proba(X) >= threshold).astype(np.int64)
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
-
-    def get_params(self) -> dict[str, Any]:
-        """The constructor parameters (scikit-learn style)."""
-        import inspect
-
-        names = [
-            p for p in inspect.signature(type(self).__init__).parameters if p != "self"
-        ]
-        return {name: getattr(self, name) for name in names}

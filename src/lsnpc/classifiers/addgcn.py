@@ -32,7 +32,7 @@ from torch.nn import functional as F
 
 from lsnpc._torch import num_threads, to_tensor
 from lsnpc._validation import check_scalar
-from lsnpc.classifiers._base import NetClassifier, Standardize, batch_indices, standardize_stats
+from lsnpc.classifiers._base import NetClassifier, Standardize
 
 __all__ = ["ADDGCN"]
 
@@ -192,8 +192,8 @@ class ADDGCN(NetClassifier):
     >>> from lsnpc.classifiers import ADDGCN
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(120, 8, 3, 3)).astype("float32")
-    >>> Y = np.stack([X[:, 0].mean((1, 2)) > 0, X[:, 1].max((1, 2)) > 1], axis=1).astype(int)
-    >>> clf = ADDGCN(hidden_dim=16, epochs=5, random_state=0).fit(X, Y)
+    >>> y = np.stack([X[:, 0].mean((1, 2)) > 0, X[:, 1].max((1, 2)) > 1], axis=1).astype(int)
+    >>> clf = ADDGCN(hidden_dim=16, epochs=5, random_state=0).fit(X, y)
     >>> proba, adjacency = clf.scores_and_adjacency(X[:4])
     >>> proba.shape, adjacency.shape
     ((4, 2), (4, 2, 2))
@@ -227,8 +227,8 @@ class ADDGCN(NetClassifier):
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
+    def _check_params(self) -> None:
+        super()._check_params()
         check_scalar(self.hidden_dim, "hidden_dim", kind=Integral, low=1)
         if self.max_grad_norm is not None:
             check_scalar(self.max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False)
@@ -236,7 +236,7 @@ class ADDGCN(NetClassifier):
     def _build_network(self, X: np.ndarray, n_labels: int) -> nn.Module:
         layers: list[nn.Module] = []
         if self.standardize:
-            layers.append(Standardize(*standardize_stats(X)))
+            layers.append(Standardize.from_data(X))
         layers += [nn.Linear(X.shape[1], self.hidden_dim), nn.LeakyReLU(_SLOPE)]
         return ADDGCNNetwork(PooledTrunk(nn.Sequential(*layers)), self.hidden_dim, n_labels)
 
@@ -255,8 +255,8 @@ class ADDGCN(NetClassifier):
         was_training = network.training
         network.eval()
         probs, graphs = [], []
-        for idx in batch_indices(len(X), self._predict_batch_size(), None):
-            sam_logits, gcn_logits, adjacency = network.forward_parts(X[idx].to(device))
+        for chunk in X.split(self._predict_batch_size()):
+            sam_logits, gcn_logits, adjacency = network.forward_parts(chunk.to(device))
             probs.append(torch.sigmoid((sam_logits + gcn_logits) / 2).float().cpu())
             graphs.append(adjacency.float().cpu())
         network.train(was_training)

@@ -20,9 +20,16 @@ def holistic_scores(
 ) -> torch.Tensor:
     """Holistic score of one label set per sample.
 
-    ``score = beta * mean_{k in S} probs[k] + (1 - beta) * mean_{i != j in S} adjacency[i, j]``,
+    ``score = beta * sum_{k in S} probs[k] + (1 - beta) * sum_{i != j in S} adjacency[i, j]``,
     S the positive labels of the set: the first term is the instance–label agreement, the second the
-    label–label dependency read from the sample's dynamic graph (0 when S has fewer than 2 labels).
+    label–label dependency read from the sample's dynamic graph (over ordered pairs; 0 when S has
+    fewer than 2 labels).
+
+    Sums, as in the authors' code (and HLC's), not means. :func:`holistic_correction` compares two
+    sets of the same size k, so the choice only sets how the two terms are weighed: with sums the
+    dependency term (k(k − 1) pairs) counts k − 1 times more against the agreement term (k labels)
+    than with means — the same for k ≤ 2, and the balance the threshold δ of the HLC paper was
+    tuned for.
 
     Parameters
     ----------
@@ -40,11 +47,9 @@ def holistic_scores(
         0 for an empty set.
     """
     sets = label_sets.to(probs.dtype)
-    size = sets.sum(dim=1)
-    agreement = (probs * sets).sum(dim=1) / size.clamp(min=1)
-    pair_sum = torch.einsum("ni,nij,nj->n", sets, adjacency, sets)
-    pair_sum = pair_sum - (torch.diagonal(adjacency, dim1=1, dim2=2) * sets).sum(dim=1)
-    dependency = pair_sum / (size * (size - 1)).clamp(min=1)
+    agreement = (probs * sets).sum(dim=1)
+    dependency = torch.einsum("ni,nij,nj->n", sets, adjacency, sets)
+    dependency = dependency - (torch.diagonal(adjacency, dim1=1, dim2=2) * sets).sum(dim=1)
     return beta * agreement + (1 - beta) * dependency
 
 
@@ -97,10 +102,10 @@ class HLC(ADDGCN):
 
     Training is ADDGCN's until epoch ``start``. From then on, at the start of every epoch, each
     sample's current training labels are compared with its top-k predicted labels (k = its number of
-    positive labels) through the holistic score (see :func:`holistic_scores`): β × mean predicted
-    probability of the set's labels + (1 − β) × mean dynamic-graph dependency between them. If
-    score(current) / score(predicted) ≤ δ_e the sample's labels are replaced by the predicted set
-    for this and later epochs (corrections accumulate, as in the authors' code).
+    positive labels) through the holistic score (see :func:`holistic_scores`): β × the sum of the
+    predicted probabilities of the set's labels + (1 − β) × the sum of the dynamic-graph dependencies
+    between them. If score(current) / score(predicted) ≤ δ_e the sample's labels are replaced by the
+    predicted set for this and later epochs (corrections accumulate, as in the authors' code).
 
     The threshold decays linearly with the epoch e (0-based):
     ``δ_e = delta * max(0, 1 - delta_decay * (e - start))``; with the defaults (start 5, decay 0.2)
@@ -172,8 +177,8 @@ class HLC(ADDGCN):
         self.delta_decay = delta_decay
         self.beta = beta
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
+    def _check_params(self) -> None:
+        super()._check_params()
         check_scalar(self.start, "start", kind=Integral, low=0)
         check_scalar(self.delta, "delta", kind=Real, low=0.0, high=1.0)
         check_scalar(self.delta_decay, "delta_decay", kind=Real, low=0.0)
@@ -200,9 +205,9 @@ class HLC(ADDGCN):
         self._last_labels = labels
         return labels
 
-    def fit(self, X: Any, Y: Any, *, X_val: Any | None = None, Y_val: Any | None = None) -> "HLC":
+    def fit(self, X: Any, y: Any, *, X_val: Any | None = None, y_val: Any | None = None) -> HLC:
         """Train with label correction; see :meth:`ADDGCN.fit` for the arguments."""
-        super().fit(X, Y, X_val=X_val, Y_val=Y_val)
+        super().fit(X, y, X_val=X_val, y_val=y_val)
         self.n_corrected_ = np.asarray(self.history_["n_corrected"], dtype=np.int64)
         self.corrected_labels_ = self._last_labels.numpy().astype(np.int64)
         del self._last_labels

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from lsnpc._validation import check_scalar
-from lsnpc.classifiers._base import NetClassifier, Standardize, standardize_stats
+from lsnpc.classifiers._base import NetClassifier, Standardize
 
 __all__ = ["MLPClassifier"]
 
@@ -91,8 +91,8 @@ class MLPClassifier(NetClassifier):
     >>> from lsnpc.classifiers import MLPClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 5)).astype("float32")
-    >>> Y = np.stack([X[:, 0] > 0, X[:, 1] > 0], axis=1).astype(int)
-    >>> clf = MLPClassifier(hidden_dims=(16,), epochs=20, random_state=0).fit(X, Y)
+    >>> y = np.stack([X[:, 0] > 0, X[:, 1] > 0], axis=1).astype(int)
+    >>> clf = MLPClassifier(hidden_dims=(16,), epochs=20, random_state=0).fit(X, y)
     >>> clf.predict_proba(X).shape
     (200, 2)
     >>> clf.trunk_.__class__.__name__, clf.embedding_dim_
@@ -125,8 +125,8 @@ class MLPClassifier(NetClassifier):
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
+    def _check_params(self) -> None:
+        super()._check_params()
         if isinstance(self.hidden_dims, (str, bytes)) or not isinstance(self.hidden_dims, Sequence):
             raise ValueError(f"hidden_dims must be a sequence of positive ints, got {self.hidden_dims!r}")
         for width in self.hidden_dims:
@@ -136,7 +136,7 @@ class MLPClassifier(NetClassifier):
     def _build_network(self, X: np.ndarray, n_labels: int) -> nn.Module:
         layers: list[nn.Module] = []
         if self.standardize:
-            layers.append(Standardize(*standardize_stats(X)))
+            layers.append(Standardize.from_data(X))
         width = X.shape[1]
         for hidden in self.hidden_dims:
             layers += [nn.Linear(width, int(hidden)), nn.ReLU(), nn.Dropout(self.dropout)]

@@ -10,20 +10,27 @@ Typical use, with a model's predicted probabilities ``P`` (n, L) on features ``X
 from __future__ import annotations
 
 import copy
+import warnings
+from collections.abc import Callable
 from numbers import Integral
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 
+from .._numerics import standardization
 from .._torch import num_threads, resolve_device, seeded, torch_seed_from
 from .._validation import (
     NotFittedError,
     check_array,
+    check_bool,
     check_in_choices,
     check_is_fitted,
     check_labelled_triple,
+    check_multilabel,
     check_n_features,
     check_probabilities,
     check_random_state,
@@ -31,9 +38,10 @@ from .._validation import (
     check_scalar,
 )
 from .config import ModelSpec, TrainingConfig, build_model
-from .guard import decide_with_validation, decide_without_validation
+from .guard import GuardDecision, decide_with_validation, decide_without_validation
 from .inference import FoldedCorrector
-from .model import LATENT_FAMILIES, infer_output_dim
+from .label_posterior import label_correction, label_posterior
+from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
 from .student import LabelStudent, fit_student
 from .training import TrainingData, train_latent_shift_model
@@ -44,9 +52,12 @@ SELECTIONS = ("auto", "val_f1", "noisy_elbo", "last")
 FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
 STUDENT_WEIGHT = 0.5  # the student's share of the output, beside the post-hoc correction
+# predict warns past this many training standard deviations: no training value can lie that far from
+# the training mean unless the training set has about a million rows (the bound is sqrt(n - 1)).
+_FAR_FROM_TRAINING = 1e3
 
 
-class LSNPC:
+class LSNPC(BaseEstimator):
     """Latent-space-shift noisy prediction correction (LSNPC) for multilabel classifiers.
 
     A post-processor: it never retrains the base classifier. From features X and the base model's
@@ -57,7 +68,12 @@ class LSNPC:
     By default two safeguards beyond the paper shape the output (``student``, ``guard``): the corrected
     posterior relabels the training rows and a student learns those labels from x; the output is the
     mean of the student and the post-hoc correction, mixed with the base model's probabilities where
-    evidence is missing (no clean labels) or against the correction (clean validation labels).
+    evidence is missing (no clean labels) or against the output (clean validation labels).
+    ``LSNPC.paper()`` has neither: the correction equation alone, as the paper computes it.
+
+    A scikit-learn estimator: the constructor only stores the parameters below (they are checked in
+    ``fit``), and ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr (which shows the
+    parameters that differ from the defaults) come from ``BaseEstimator``.
 
     Parameters
     ----------
@@ -76,7 +92,9 @@ class LSNPC:
     encoder : torch.nn.Module or None
         Optional data encoder mapping a batch of X to (batch, h), e.g. the trunk of the base classifier
         (``MLPClassifier().fit(...).trunk_``). A trainable copy is fine-tuned; the original is untouched.
-        With None, LSNPC builds its own MLP over standardised X.
+        With None, LSNPC builds its own MLP over standardised X. The module is a parameter like any
+        other: ``get_params(deep=True)`` returns it as it is (its weights are not parameters), and
+        ``clone`` gives the clone its own deep copy.
     epochs : int or "auto"
         Passes over the noisy data. "auto" (default) adapts to the data size: enough epochs for about
         ``min_steps`` optimiser steps, between 5 and 200 epochs (small data sets need many epochs of
@@ -108,7 +126,7 @@ class LSNPC:
     guard_confidence : float in (0, 1]
         Share of bootstrap resamples in which a candidate must lose to the base model to be passed over.
     guard_base_weight : float in [0, 1]
-        The base model's share of the output when no clean validation labels are given.
+        w when no clean validation labels are given.
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -119,7 +137,12 @@ class LSNPC:
         triple chooses the epoch, 600 when the noisy-data ELBO does (it favours long training that
         lets the correction fade; measured in the README).
     n_threads : int or None
-        torch CPU threads during fit/predict (None: torch's default).
+        torch CPU threads during fit and predict (None: leave torch's setting, by default one per
+        core). The default, 1, is never far from the best: training steps at batch 32 gain nothing
+        from a second thread on an idle machine, and when other processes keep the cores busy every
+        extra thread waits for them — measured (``benchmarks/bench_threads.py``, README) two threads
+        fit 3–5x slower than one on a busy 2-core machine. Large predictions on an idle machine run
+        up to ~2x faster with two threads.
     random_state : int, numpy Generator or None
         Seed; the same seed gives identical predictions on the same machine.
     device : str
@@ -136,9 +159,9 @@ class LSNPC:
     best_epoch_ : int             the selected epoch (1-based; 0 = the warm start)
     selection_ : str              which criterion chose it and which labels it used
     history_ : list of dict       per-epoch losses and validation scores
-    guard_ : dict                 the guard's evidence and decision (``base_weight`` = w)
+    guard_ : GuardDecision        the guard's decision and its evidence (``guard_.blend`` = 1 − w is applied)
     student_ : LabelStudent or None   the fitted student (``student=True``)
-    student_info_ : dict or None  the student's epochs and how its epoch was chosen
+    student_info_ : dict or None  the student's epochs, the one kept and how it was chosen
     """
 
     def __init__(
@@ -169,7 +192,7 @@ class LSNPC:
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int | str = "auto",
-        n_threads: int | None = None,
+        n_threads: int | None = 1,
         random_state: Any = None,
         device: str = "cpu",
         verbose: bool = False,
@@ -223,35 +246,19 @@ class LSNPC:
         params.update(overrides)
         return cls(**params)
 
-    def get_params(self, deep: bool = False) -> dict[str, Any]:
-        """The constructor parameters (scikit-learn convention)."""
-        return {name: getattr(self, name) for name in _PARAM_NAMES}
-
-    def set_params(self, **params: Any) -> LSNPC:
-        for name, value in params.items():
-            if name not in _PARAM_NAMES:
-                raise ValueError(f"unknown parameter {name!r}; valid: {', '.join(_PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.get_params().items() if v is not _DEFAULTS[k] and v != _DEFAULTS[k]}
-        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
-        return f"LSNPC({args})"
-
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
+        """Check every constructor parameter (scikit-learn style: called by fit, and by load on a saved
+        config); a bad one raises ValueError naming it."""
         check_in_choices(self.latent, "latent", LATENT_FAMILIES)
         check_scalar(self.nu, "nu", low=0, low_inclusive=False)
         check_scalar(self.nu0, "nu0", low=0, low_inclusive=False)
         check_scalar(self.beta, "beta", low=0)
         check_scalar(self.eta, "eta", low=0, high=1)
-        if self.min_steps != "auto":
-            check_scalar(self.min_steps, "min_steps", kind=Integral, low=1)
+        _check_auto_or_int(self.min_steps, "min_steps")
+        _check_auto_or_int(self.epochs, "epochs")
         for name in ("latent_dim", "label_embedding_dim", "hidden_dim", "batch_size", "n_samples"):
             check_scalar(getattr(self, name), name, kind=Integral, low=1)
-        if self.epochs != "auto":
-            check_scalar(self.epochs, "epochs", kind=Integral, low=1)
         check_scalar(self.lr, "lr", low=0, low_inclusive=False)
         check_scalar(self.weight_decay, "weight_decay", low=0)
         check_in_choices(self.selection, "selection", SELECTIONS)
@@ -263,6 +270,10 @@ class LSNPC:
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+        for name in ("warm_start", "student", "guard", "verbose"):
+            check_bool(getattr(self, name), name)
+        check_random_state(self.random_state)
+        resolve_device(self.device)
         if self.encoder is not None and not isinstance(self.encoder, nn.Module):
             raise ValueError(f"encoder must be a torch.nn.Module or None, got {type(self.encoder).__name__}")
 
@@ -287,6 +298,7 @@ class LSNPC:
         X_val: Any = None,
         y_val: Any = None,
         pred_probs_val: Any = None,
+        on_epoch: Callable[[int, int, dict[str, Any]], None] | None = None,
     ) -> LSNPC:
         """Learn the correction from the base model's probabilities (Algorithm 1).
 
@@ -301,6 +313,10 @@ class LSNPC:
             epoch ends with a pass over it (semi-supervised LSNPC).
         X_val, y_val, pred_probs_val : arrays, optional
             A clean validation triple for epoch selection and the guard (never trained on).
+        on_epoch : callable, optional
+            ``on_epoch(epoch, epochs, entry)`` after the warm start (epoch 0) and after each training epoch,
+            with that epoch's ``history_`` entry: a hook for progress bars and logs (it does not change
+            the training).
 
         Returns
         -------
@@ -324,7 +340,7 @@ class LSNPC:
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
 
-        params = self.get_params()
+        params = self.get_params(deep=False)
         n_features = int(np.prod(d_shape))
         with num_threads(self.n_threads), seeded(seed, device):
             data_dim = None
@@ -335,11 +351,11 @@ class LSNPC:
                 encoder=self.encoder, data_dim=data_dim,
             ).to(device)
             if self.encoder is None:
-                model.data_encoder.set_standardization(*_standardization(Xa))
+                model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
             data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
-                selection=selection, rng=rng, device=device,
+                selection=selection, rng=rng, device=device, on_epoch=on_epoch,
             )
 
         self.model_ = model
@@ -381,22 +397,19 @@ class LSNPC:
     # ------------------------------------------------------------------ guard
     def _decide_guard(
         self, X: np.ndarray, P: np.ndarray, val: tuple[np.ndarray, ...] | None, corrected_train: np.ndarray | None
-    ) -> dict[str, Any]:
+    ) -> GuardDecision:
         """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`)."""
         if not self.guard:
-            decision: dict[str, Any] = {"applied": False, "reason": "guard=False", "base_weight": 0.0}
-        elif val is not None:
+            return GuardDecision.skipped("guard=False")
+        if val is not None:
             X_val, y_val, p_val = val
-            decision = decide_with_validation(
+            return decide_with_validation(
                 y_val, self._output(X_val, p_val), p_val, confidence=float(self.guard_confidence),
                 rng=np.random.default_rng(self.predict_seed_),
             )
-        else:
-            decision = decide_without_validation(
-                self._output(X, P, corrected_train), P, base_weight=float(self.guard_base_weight)
-            )
-        decision["blend"] = 1.0 - decision["base_weight"]  # LSNPC's share, kept for readers of the old key
-        return decision
+        return decide_without_validation(
+            self._output(X, P, corrected_train), P, base_weight=float(self.guard_base_weight)
+        )
 
     # ------------------------------------------------------------------ predict
     def _check_predict_input(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -410,7 +423,29 @@ class LSNPC:
                 check_n_features(Xa, "X", self.n_features_in_, "features")
             raise ValueError(f"X has sample shape {Xa.shape[1:]} ({got} values), but fit saw {self.input_shape_}")
         check_n_features(P, "pred_probs", self.n_labels_, "labels")
+        self._warn_if_far_from_training(Xa)
         return Xa, P
+
+    def _warn_if_far_from_training(self, X: np.ndarray) -> None:
+        """Warn when X lies far outside the training data (LSNPC's own encoder knows its mean and scale):
+        there the networks saturate and the correction is an extrapolation, not a measurement."""
+        encoder = self.model_.data_encoder
+        if not isinstance(encoder, StandardizedMLPEncoder) or not X.size:
+            return
+        flat = X.reshape(len(X), -1)
+        mean = encoder.mean.detach().cpu().numpy().astype(np.float64)
+        scale = encoder.scale.detach().cpu().numpy().astype(np.float64)
+        # per-feature extremes only: no (n, d) temporary the size of X
+        far = np.maximum(flat.max(0) - mean, mean - flat.min(0)) / scale
+        feature = int(np.argmax(far))
+        if far[feature] > _FAR_FROM_TRAINING:
+            row = int(np.argmax(np.abs(flat[:, feature] - mean[feature])))
+            warnings.warn(
+                f"X lies far outside the training data: row {row}, feature {feature} is "
+                f"{far[feature]:.3g} training standard deviations from the training mean (more than "
+                f"{_FAR_FROM_TRAINING:g}); the corrected probabilities there are an extrapolation",
+                UserWarning, stacklevel=3,
+            )
 
     def _raw_correct(self, X: np.ndarray, P: np.ndarray, batch_size: int = 4096) -> np.ndarray:
         """The correction equation, Monte Carlo, in large batches; deterministic for a fitted model."""
@@ -432,11 +467,18 @@ class LSNPC:
         when there is one. ``corrected``: the correction of (X, P) when already computed."""
         if corrected is None:
             corrected = self._raw_correct(X, P)
-        if self.student_ is None:
-            return corrected
-        with num_threads(self.n_threads):
-            taught = self.student_.predict_proba(torch.as_tensor(X, device=self.device_)).cpu().numpy()
-        return ((1 - STUDENT_WEIGHT) * corrected + STUDENT_WEIGHT * taught).astype(np.float32)
+        if self.student_ is not None:
+            with num_threads(self.n_threads):
+                taught = self.student_.predict_proba(torch.as_tensor(X, device=self.device_)).cpu().numpy()
+            corrected = ((1 - STUDENT_WEIGHT) * corrected + STUDENT_WEIGHT * taught).astype(np.float32)
+        finite = np.isfinite(corrected).all(axis=1)
+        if not finite.all():
+            raise ValueError(
+                f"LSNPC computed non-finite probabilities for {int((~finite).sum())} of {len(finite)} rows "
+                f"(first: row {int(np.argmin(finite))}); the model's weights are damaged or X is far outside "
+                "its training data"
+            )
+        return corrected
 
     def predict_proba(self, X: Any, pred_probs: Any) -> np.ndarray:
         """Corrected label probabilities.
@@ -450,77 +492,122 @@ class LSNPC:
         -------
         ndarray (n, L) float32 in [0, 1]: E[y | x, h] by Monte Carlo (``n_samples`` draws), averaged with
         the student's probabilities (``student=True``), then mixed with the base probabilities as the
-        guard decided: (1 − w) · that + w · pred_probs, w = ``guard_["base_weight"]``.
+        guard decided: blend · that + (1 − blend) · pred_probs, blend = ``guard_.blend`` (1 − w).
         """
         Xa, P = self._check_predict_input(X, pred_probs)
-        w = float(self.guard_["base_weight"])
-        if w == 1.0:
+        alpha = self.guard_.blend
+        if alpha == 0.0:
             return P.copy()
         output = self._output(Xa, P)
-        if w == 0.0:
+        if alpha == 1.0:
             return output
-        return ((1 - w) * output + w * P).astype(np.float32)
+        return (alpha * output + (1 - alpha) * P).astype(np.float32)
 
     def predict(self, X: Any, pred_probs: Any, threshold: float = 0.5) -> np.ndarray:
         """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold``."""
         check_scalar(threshold, "threshold", low=0, high=1)
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
 
-    # ------------------------------------------------------------------ persistence
-    def save(self, path: str) -> None:
-        """Write the fitted corrector to the directory ``path`` (safetensors weights + JSON config).
+    # ------------------------------------------------------------------ label issues
+    def _label_inputs(self, X: Any, labels: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(given labels as (n, L) 0/1, pred_probs, this corrector's correction of them)."""
+        Xa, P = self._check_predict_input(X, pred_probs)
+        given = check_multilabel(labels, "labels", n_labels=P.shape[1])
+        check_same_n_samples(labels=given, pred_probs=P)
+        return given, P, self.predict_proba(Xa, P)
 
-        The write is atomic: a complete new directory replaces ``path`` only once fully written.
+    def label_posterior(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """P(true label = 1 | x, given labels) (n, L), float64.
+
+        ``labels``: the given (noisy) labels of the rows X, multi-hot (n, L) or lists of class indices;
+        ``pred_probs``: a model's out-of-fold probabilities on them (``lsnpc.cross_val_pred_probs``).
+        The prior is this corrector's correction of ``pred_probs`` blended with them; the noise, a swap
+        channel estimated from ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`).
+        """
+        return label_posterior(*self._label_inputs(X, labels, pred_probs))
+
+    def label_quality_scores(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """How likely each given label is right (n, L) in [0, 1]; low = likely wrong."""
+        given, P, corrected = self._label_inputs(X, labels, pred_probs)
+        posterior = label_posterior(given, P, corrected)
+        return np.where(given == 1, posterior, 1.0 - posterior)
+
+    def correct_labels(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """(n, L) 0/1 int64: the suggested labels. Each given positive is replaced by the label it most
+        likely came from (itself when it looks right), so rows keep their number of positives."""
+        return label_correction(*self._label_inputs(X, labels, pred_probs))
+
+    def find_label_issues(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
+        """(n, L) bool: the entries :meth:`correct_labels` changes (wrong positives and the missing
+        positives they replace)."""
+        given, P, corrected = self._label_inputs(X, labels, pred_probs)
+        return label_correction(given, P, corrected) != given
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path, *, overwrite: bool = False) -> None:
+        """Write the fitted corrector to the folder ``path`` (safetensors weights + JSON config with checksums).
+
+        The write is atomic: a complete new folder appears at ``path`` only once fully written. An
+        existing saved model there is replaced only with ``overwrite=True``; any other existing folder or
+        file is never replaced or deleted (FileExistsError), and neither is the current folder. Leftovers
+        of a save that was killed are removed by the next save of the same path.
         """
         check_is_fitted(self, "model_")
         fitted = {name: getattr(self, name) for name in FITTED_FIELDS}
-        save_corrector(path, params=self.get_params(), fitted=fitted, model=self.model_, student=self.student_)
+        fitted["guard_"] = self.guard_.to_dict()
+        save_corrector(path, params=self.get_params(deep=False), fitted=fitted, model=self.model_,
+                       student=self.student_, overwrite=overwrite)
 
     @classmethod
-    def load(cls, path: str, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
+    def load(cls, path: str | Path, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
         """Load a corrector written by :meth:`save`. Never unpickles.
 
-        A corrector fitted with a user ``encoder`` stores that encoder's weights but not its code: pass a
-        module of the same architecture as ``encoder`` to load it into.
+        Every part is checked first: the checksums of the weights and the config, every parameter and
+        fitted field (type and range), and that the weights are those the config describes (names,
+        shapes, ν and ν0, finite values); anything damaged or inconsistent raises one ValueError saying
+        what. A corrector fitted with a user ``encoder`` stores that encoder's weights but not its code:
+        pass a module of the same architecture as ``encoder`` to load it into.
         """
+        dev = resolve_device(device)
         saved = read_corrector(path, encoder=encoder)
+        config_path = saved.path / "config.json"
+        unknown = sorted(set(saved.params) - (set(cls._get_param_names()) - {"encoder"}))
+        if unknown:
+            raise ValueError(f"{config_path} has parameters this lsnpc does not know: {', '.join(unknown)}")
+        estimator = cls(**saved.params, encoder=encoder)
+        estimator.device = device  # where it runs now, not where it was fitted
         try:
-            estimator = cls(**saved.params, encoder=encoder)
-        except TypeError as exc:
-            raise ValueError(f"{saved.path} has parameters this lsnpc does not know: {exc}") from exc
-        estimator.device = device
-        estimator._check_params()
+            estimator._check_params()
+        except ValueError as exc:
+            raise ValueError(f"{config_path} is damaged: parameter {exc}") from exc
         fitted = saved.fitted
+        if encoder is None and fitted["data_dim_"] != estimator.hidden_dim:
+            raise ValueError(f"{config_path} is damaged: fitted data_dim_ = {fitted['data_dim_']} but hidden_dim = "
+                             f"{estimator.hidden_dim}")
         model = build_model(
-            ModelSpec.from_params(estimator.get_params()), n_features=int(fitted["n_features_in_"]),
+            ModelSpec.from_params(estimator.get_params(deep=False)), n_features=int(fitted["n_features_in_"]),
             n_labels=int(fitted["n_labels_"]), encoder=encoder, data_dim=int(fitted["data_dim_"]),
         )
         saved.load_weights(model)
+        model.to(dev).eval()
         student = None
         if fitted["student_info_"] is not None:
             student = LabelStudent(copy.deepcopy(model.data_encoder), int(fitted["data_dim_"]), int(fitted["n_labels_"]))
             saved.load_weights(student, student=True)
-        dev = resolve_device(device)
-        model.to(dev).eval()
         for name in FITTED_FIELDS:
             setattr(estimator, name, fitted[name])
-        estimator.model_ = model
         estimator.student_ = None if student is None else student.to(dev).eval()
+        try:
+            estimator.guard_ = GuardDecision.from_dict(fitted["guard_"])
+        except ValueError as exc:
+            raise ValueError(f"{saved.path} holds a corrupt guard decision: {exc}") from exc
+        estimator.model_ = model
         estimator.device_ = dev
         return estimator
 
 
-def _standardization(X: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    flat = X.reshape(len(X), -1).astype(np.float64)
-    mean = flat.mean(0)
-    scale = flat.std(0)
-    scale[scale < 1e-8] = 1.0
-    return torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(scale, dtype=torch.float32)
-
-
-_DEFAULTS = {
-    name: param.default
-    for name, param in __import__("inspect").signature(LSNPC.__init__).parameters.items()
-    if name != "self"
-}
-_PARAM_NAMES = tuple(_DEFAULTS)
+def _check_auto_or_int(value: Any, name: str) -> None:
+    if isinstance(value, str) and value == "auto":
+        return
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be 'auto' or an integer >= 1, got {value!r}")

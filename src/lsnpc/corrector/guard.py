@@ -28,17 +28,162 @@ F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BASE_WEIGHTS", "f1_from_counts", "decide_with_validation", "decide_without_validation"]
+__all__ = ["BASE_WEIGHTS", "GuardDecision", "f1_from_counts", "decide_with_validation", "decide_without_validation"]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
 _N_BOOT = 500
 _THIN_INTERVAL = 0.10  # a 90% bootstrap interval of the F1 difference wider than this: thin evidence
 _MIN_KEPT_POSITIVES = 0.4  # without labels: share of the base model's positives the output must keep
 _MAX_CARDINALITY_RATIO = 2.5  # ... and its labels per row within this factor of the base model's
+
+_SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
+           "val_chosen_micro_f1", "val_chosen_macro_f1")
+
+
+@dataclass(frozen=True)
+class GuardDecision:
+    """What the guard decided and on what evidence (``LSNPC.guard_``).
+
+    Attributes
+    ----------
+    applied : bool
+        Whether the guard ran (``guard=True``).
+    blend : float in [0, 1]
+        LSNPC's share of what ``predict_proba`` returns, blend · LSNPC + (1 − blend) · base, i.e.
+        1 − the base weight w; 1.0 when the guard did not run, 0.0 when it hands back the base model.
+    reason : str or None
+        Why the guard did not run, or (without validation labels) what its weight rests on.
+    mode : {"validation", "no validation labels"} or None
+        Which evidence the guard had.
+    confidence : float or None
+        The ``guard_confidence`` it ran with (validation).
+    n_val : int or None
+        Rows of the validation set.
+    loss_support : dict of float to float, or None
+        For each base weight tried (0, then ½), the share of bootstrap resamples in which that candidate
+        lost micro- or macro-F1 to the base model (validation).
+    gain_interval_90 : (float, float) or None
+        5% and 95% bootstrap quantiles of LSNPC's gain over the base model in the mean of micro- and
+        macro-F1 on validation (fractions, may be negative).
+    evidence_thin : bool or None
+        That interval is wider than 0.1: validation cannot tell apart differences of a few F1 points,
+        so the decision rests mostly on keeping LSNPC's output unless it clearly loses.
+    refused : bool or None
+        Without validation labels: the output was implausible on the training rows (a collapse).
+    kept_base_positives, cardinality_ratio : float or None
+        Without validation labels: the share of the base model's positive decisions on the training
+        rows that LSNPC keeps, and LSNPC's positive labels per row over the base model's expected count.
+    val_base_micro_f1 ... val_chosen_macro_f1 : float or None
+        Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
+    """
+
+    applied: bool
+    blend: float
+    reason: str | None = None
+    mode: str | None = None
+    confidence: float | None = None
+    n_val: int | None = None
+    loss_support: Mapping[float, float] | None = field(default=None, hash=False)
+    gain_interval_90: tuple[float, float] | None = None
+    evidence_thin: bool | None = None
+    refused: bool | None = None
+    kept_base_positives: float | None = None
+    cardinality_ratio: float | None = None
+    val_base_micro_f1: float | None = None
+    val_base_macro_f1: float | None = None
+    val_output_micro_f1: float | None = None
+    val_output_macro_f1: float | None = None
+    val_chosen_micro_f1: float | None = None
+    val_chosen_macro_f1: float | None = None
+
+    @property
+    def base_weight(self) -> float:
+        """w, the base model's share of the output."""
+        return 1.0 - self.blend
+
+    @classmethod
+    def skipped(cls, reason: str) -> GuardDecision:
+        """The guard did not run (``reason``): LSNPC's output is returned as it is."""
+        return cls(applied=False, blend=1.0, reason=reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (``loss_support`` keyed by ``str(w)``); :meth:`from_dict` reverses it."""
+        out = asdict(self)
+        if self.loss_support is not None:
+            out["loss_support"] = {str(w): s for w, s in self.loss_support.items()}
+        if self.gain_interval_90 is not None:
+            out["gain_interval_90"] = list(self.gain_interval_90)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GuardDecision:
+        """Check and rebuild a decision written by :meth:`to_dict`; a ValueError names the bad field."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"guard_ must be a mapping of the guard's fields, got {type(data).__name__}")
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"guard_ has unknown field(s) {', '.join(map(repr, unknown))}")
+        missing = [name for name in ("applied", "blend") if name not in data]
+        if missing:
+            raise ValueError(f"guard_ is missing the field(s) {', '.join(map(repr, missing))}")
+        values = dict(data)
+        for name in ("applied", "evidence_thin", "refused"):
+            if name in values and not isinstance(values[name], bool) and values[name] is not None:
+                raise ValueError(f"guard_.{name} must be true or false, got {values[name]!r}")
+        if values["applied"] is None:
+            raise ValueError("guard_.applied must be true or false, got None")
+        for name in ("reason", "mode"):
+            if not isinstance(values.get(name), (str, type(None))):
+                raise ValueError(f"guard_.{name} must be a string or null, got {values[name]!r}")
+        for name in ("blend", "confidence", "kept_base_positives", *_SCORES):
+            if name == "blend" or values.get(name) is not None:
+                values[name] = _fraction(values[name], f"guard_.{name}")
+        n_val = values.get("n_val")
+        if n_val is not None and (isinstance(n_val, bool) or not isinstance(n_val, int) or n_val < 1):
+            raise ValueError(f"guard_.n_val must be a positive integer, got {n_val!r}")
+        ratio = values.get("cardinality_ratio")
+        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio >= 0):
+            raise ValueError(f"guard_.cardinality_ratio must be a number >= 0, got {ratio!r}")
+        interval = values.get("gain_interval_90")
+        if interval is not None:
+            if (not isinstance(interval, (list, tuple)) or len(interval) != 2
+                    or not all(_is_number(v) and -1.0 <= v <= 1.0 for v in interval)):
+                raise ValueError(f"guard_.gain_interval_90 must be two numbers in [-1, 1], got {interval!r}")
+            values["gain_interval_90"] = (float(interval[0]), float(interval[1]))
+        support = values.get("loss_support")
+        if support is not None:
+            if not isinstance(support, Mapping):
+                raise ValueError(f"guard_.loss_support must map a base weight to a share, got {support!r}")
+            values["loss_support"] = {
+                _fraction(_blend_key(weight), "a guard_.loss_support key"):
+                    _fraction(share, f"guard_.loss_support[{weight!r}]")
+                for weight, share in support.items()
+            }
+        return cls(**values)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _blend_key(key: Any) -> Any:
+    """A JSON key ("0.5") as the weight it names; a key that names no number is left for the range check."""
+    try:
+        return float(key)
+    except (TypeError, ValueError):
+        return key
+
+
+def _fraction(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 def _counts(y_true: np.ndarray, pred: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -49,7 +194,11 @@ def _counts(y_true: np.ndarray, pred: np.ndarray, weights: np.ndarray) -> tuple[
 
 
 def f1_from_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(micro-F1, macro-F1) along the last axis (labels) of count arrays (..., L)."""
+    """(micro-F1, macro-F1) along the last axis (labels) of count arrays (..., L).
+
+    The numbers of :func:`lsnpc.metrics.micro_f1` and :func:`lsnpc.metrics.macro_f1` (tested equal),
+    computed here from counts so that hundreds of bootstrap resamples cost one matrix product.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         micro_den = 2 * tp.sum(-1) + fp.sum(-1) + fn.sum(-1)
         micro = np.where(micro_den > 0, 2 * tp.sum(-1) / micro_den, 0.0)
@@ -67,7 +216,7 @@ def decide_with_validation(
     rng: np.random.Generator,
     threshold: float = 0.5,
     n_boot: int = _N_BOOT,
-) -> dict[str, Any]:
+) -> GuardDecision:
     """Choose the base weight w on clean validation labels; return the evidence and the decision.
 
     y_val (n, L) 0/1; output, base (n, L): LSNPC's output and the base model's probabilities on the
@@ -81,38 +230,38 @@ def decide_with_validation(
         pred = ((1 - w) * output + w * base) >= threshold
         scores[w] = f1_from_counts(*_counts(y_val, pred, weights))  # row 0: the full validation set
     base_micro, base_macro = scores[1.0]
-    loss_support: dict[str, float] = {}
+    loss_support: dict[float, float] = {}
     chosen = 1.0
     for w in BASE_WEIGHTS[:-1]:
         micro, macro = scores[w]
         loses = (micro < base_micro - 1e-12) | (macro < base_macro - 1e-12)
-        loss_support[str(w)] = float(loses[1:].mean())
-        if loss_support[str(w)] < confidence:
+        loss_support[w] = float(loses[1:].mean())
+        if loss_support[w] < confidence:
             chosen = w
             break
     gain = (scores[0.0][0] + scores[0.0][1] - base_micro - base_macro)[1:] / 2
     low, high = np.quantile(gain, [0.05, 0.95])
-    return {
-        "applied": True,
-        "mode": "validation",
-        "base_weight": chosen,
-        "confidence": confidence,
-        "n_val": n,
-        "loss_support": loss_support,
-        "gain_interval_90": [float(low), float(high)],
-        "evidence_thin": bool(high - low > _THIN_INTERVAL),
-        "val_base_micro_f1": float(base_micro[0]),
-        "val_base_macro_f1": float(base_macro[0]),
-        "val_output_micro_f1": float(scores[0.0][0][0]),
-        "val_output_macro_f1": float(scores[0.0][1][0]),
-        "val_chosen_micro_f1": float(scores[chosen][0][0]),
-        "val_chosen_macro_f1": float(scores[chosen][1][0]),
-    }
+    return GuardDecision(
+        applied=True,
+        blend=1.0 - chosen,
+        mode="validation",
+        confidence=confidence,
+        n_val=n,
+        loss_support=loss_support,
+        gain_interval_90=(float(low), float(high)),
+        evidence_thin=bool(high - low > _THIN_INTERVAL),
+        val_base_micro_f1=float(base_micro[0]),
+        val_base_macro_f1=float(base_macro[0]),
+        val_output_micro_f1=float(scores[0.0][0][0]),
+        val_output_macro_f1=float(scores[0.0][1][0]),
+        val_chosen_micro_f1=float(scores[chosen][0][0]),
+        val_chosen_macro_f1=float(scores[chosen][1][0]),
+    )
 
 
 def decide_without_validation(
     output: np.ndarray, base: np.ndarray, *, base_weight: float, threshold: float = 0.5
-) -> dict[str, Any]:
+) -> GuardDecision:
     """The base weight without clean labels: the prior ``base_weight``, or 1 for an implausible output.
 
     output, base (n, L): LSNPC's output and the base model's probabilities on the (noisy) training rows.
@@ -126,12 +275,12 @@ def decide_without_validation(
         reasons.append(f"keeps {kept:.0%} of the base model's positive labels on the training rows")
     if not 1 / _MAX_CARDINALITY_RATIO <= ratio <= _MAX_CARDINALITY_RATIO:
         reasons.append(f"predicts {ratio:.2f}x the base model's expected labels per row")
-    return {
-        "applied": True,
-        "mode": "no validation labels",
-        "base_weight": 1.0 if reasons else float(base_weight),
-        "refused": bool(reasons),
-        "reason": "; ".join(reasons) if reasons else "prior base weight (no clean labels to test with)",
-        "kept_base_positives": kept,
-        "cardinality_ratio": ratio,
-    }
+    return GuardDecision(
+        applied=True,
+        blend=0.0 if reasons else 1.0 - float(base_weight),
+        mode="no validation labels",
+        reason="refused: " + "; ".join(reasons) if reasons else "prior base weight (no clean labels to test with)",
+        refused=bool(reasons),
+        kept_base_positives=kept,
+        cardinality_ratio=ratio,
+    )

@@ -131,7 +131,11 @@ class StandardizedMLPEncoder(nn.Module):
 class LabelEncoder(nn.Module):
     """Embeds a label vector (batch, L) — ŷ or y — into (batch, label_embedding_dim).
 
-    A 4-layer GELU MLP with BatchNorm and dropout 0.1 (paper appendix D).
+    A 4-layer GELU MLP, every layer ``embedding_dim`` wide (L → 128 → 128 → 128 → 128), with BatchNorm
+    (momentum 0.01) and dropout 0.1 after each layer: the authors' code. Appendix D gives the hidden
+    layers a width of 64 (L → 64 → 64 → 64 → 128); measured over 8 seeds on scene and yeast at 30%
+    symmetric noise, those widths lost 0.6–0.7 micro-F1 of the unguarded correction on both and gained
+    nothing (README, "How LSNPC() differs from the paper"), so the authors' widths stay.
     """
 
     def __init__(self, n_labels: int, embedding_dim: int, n_layers: int = 4) -> None:

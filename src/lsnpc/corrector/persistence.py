@@ -2,35 +2,56 @@
 
 Layout of ``path/``::
 
-    config.json         {"format": "lsnpc", "format_version": 1, "params": {...}, "fitted": {...}}
+    config.json         {"format": "lsnpc", "format_version": 2, "params": {...}, "fitted": {...},
+                         "weights": {"file": "model.safetensors", "sha256": ...},
+                         ["student_weights": {"file": "student.safetensors", "sha256": ...},]
+                         "config_sha256": <the SHA-256 of the rest of this JSON>}
     model.safetensors   every tensor of the model's state dict
-    student.safetensors the corrected-label student's state dict (only when it has one)
+    student.safetensors the corrected-label student's state dict (only when the corrector has one)
 
-Nothing is pickled; loading validates the config before building the model and rejects a corrupt or
-foreign file with a ValueError that says what is wrong.
+Nothing is pickled. Saving never replaces a folder that is not a saved model, replaces a model only
+when asked to, and deletes nothing it did not write (:func:`lsnpc._io.atomic_directory`). Loading
+refuses, with one ValueError that says what is wrong, anything damaged or inconsistent: a checksum
+that does not match (weights or config), a fitted field of the wrong type or range, weights whose
+names, shapes or constants (ν, ν0) disagree with the config, or non-finite weights. Format version 1
+files (no checksums) still load, with a warning that their integrity cannot be verified; saving one
+again writes version 2. A model saved before correctors had a student loads with none.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 from torch import nn
 
-from .._io import atomic_directory, atomic_write_json
+from .._io import atomic_directory, atomic_write_json, check_replaceable
 
-__all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector"]
+__all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector", "is_saved_corrector",
+           "check_save_target"]
 
 FORMAT = "lsnpc"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 STUDENT_WEIGHTS_NAME = "student.safetensors"
+OWNED_FILES = (CONFIG_NAME, WEIGHTS_NAME, STUDENT_WEIGHTS_NAME)
+# Buffers that hold parameters rather than learned state: they must equal what the config says.
+_CONSTANT_BUFFERS = ("nu", "nu0")
+# The parameters that shape the networks, also written into the weights file's metadata, so weights
+# and config are checked to belong together even where shapes agree (e.g. latent "student" vs "gauss").
+_SPEC_PARAMS = ("latent", "nu", "nu0", "latent_dim", "label_embedding_dim", "hidden_dim")
 
 FITTED_FIELDS = ("n_features_in_", "input_shape_", "n_labels_", "data_dim_", "epochs_", "best_epoch_",
                  "selection_", "history_", "guard_", "predict_seed_", "student_info_")
@@ -49,16 +70,65 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _config_digest(config: Mapping[str, Any]) -> str:
+    """SHA-256 of the config without its own digest, in one canonical JSON spelling."""
+    body = {k: v for k, v in config.items() if k != "config_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _spec_json(params: Mapping[str, Any]) -> str:
+    return json.dumps(_jsonable({name: params.get(name) for name in _SPEC_PARAMS}), sort_keys=True)
+
+
+def is_saved_corrector(path: str | Path) -> bool:
+    """Whether ``path`` is a folder whose config.json says it is a saved LSNPC (of any version)."""
+    try:
+        config = json.loads((Path(path) / CONFIG_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("format") == FORMAT
+
+
+def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
+    """Raise FileExistsError, saying what to do, when :func:`save_corrector` would refuse ``path``: a
+    non-empty folder that is not a saved model, a saved model without ``overwrite``, a saved model
+    holding other files too, a file, a link, the current folder or a parent of it. Lets a caller check
+    before a long fit."""
+    path = Path(path)
+    cwd = Path.cwd().resolve()
+    # the current folder, links and files get their message from check_replaceable
+    if not path.is_symlink() and path.is_dir() and path.resolve() not in (cwd, *cwd.parents) and any(path.iterdir()):
+        if not is_saved_corrector(path):
+            raise FileExistsError(
+                f"{str(path)!r} exists and is not a saved LSNPC model (no {CONFIG_NAME} of format {FORMAT!r}); "
+                "it is never replaced: choose a new folder"
+            )
+        if not overwrite:
+            raise FileExistsError(f"{str(path)!r} already holds a saved LSNPC model; pass overwrite=True to replace it")
+    check_replaceable(path, OWNED_FILES)
+
+
+def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
+
+
 def save_corrector(
     path: str | Path, *, params: dict[str, Any], fitted: dict[str, Any], model: nn.Module,
-    student: nn.Module | None = None,
+    student: nn.Module | None = None, overwrite: bool = False,
 ) -> Path:
     """Write a fitted corrector to the directory ``path`` atomically; return the path.
 
     ``params``: the estimator's constructor parameters (``encoder`` is recorded only as "user" or
     "builtin": its code is the user's); ``fitted``: the learned attributes of :data:`FITTED_FIELDS`;
     ``model``: the trained networks, whose state dict becomes the safetensors file; ``student``: the
-    corrected-label student, saved beside it when given.
+    corrected-label student, written to a second safetensors file when given. An existing
+    saved model at ``path`` is replaced only with ``overwrite``; anything else there is never
+    replaced (FileExistsError).
     """
     from .. import __version__
 
@@ -74,16 +144,19 @@ def save_corrector(
         "fitted": {name: fitted[name] for name in FITTED_FIELDS},
     }
     target = Path(path)
-    with atomic_directory(target) as tmp:
-        save_file(_cpu_state(model), str(tmp / WEIGHTS_NAME), metadata={"format": FORMAT})
+    check_save_target(target, overwrite=overwrite)
+    with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
+        weights = tmp / WEIGHTS_NAME
+        save_file(_cpu_state(model), str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
+        config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
         if student is not None:
-            save_file(_cpu_state(student), str(tmp / STUDENT_WEIGHTS_NAME), metadata={"format": FORMAT})
-        atomic_write_json(tmp / CONFIG_NAME, _jsonable(config))
+            student_weights = tmp / STUDENT_WEIGHTS_NAME
+            save_file(_cpu_state(student), str(student_weights), metadata={"format": FORMAT})
+            config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": _file_digest(student_weights)}
+        config = _jsonable(config)
+        config["config_sha256"] = _config_digest(config)
+        atomic_write_json(tmp / CONFIG_NAME, config)
     return target
-
-
-def _cpu_state(module: nn.Module) -> dict[str, Any]:
-    return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
 
 
 @dataclass
@@ -94,30 +167,60 @@ class SavedCorrector:
     params: dict[str, Any]
     fitted: dict[str, Any]
     user_encoder: bool
+    weights_sha256: str | None  # None for format version 1 (no checksum recorded)
+    student_sha256: str | None = None  # the student's weights (None: no student, or format version 1)
 
     def load_weights(self, model: nn.Module, *, student: bool = False) -> None:
         """Load the saved state dict into ``model`` (built from ``params`` by ``build_model``), or with
-        ``student=True`` the student's into ``model`` (a :class:`~lsnpc.corrector.student.LabelStudent`)."""
+        ``student=True`` the student's into ``model`` (a :class:`~lsnpc.corrector.student.LabelStudent`).
+
+        Refuses weights whose checksum, names, shapes, constants (ν, ν0) or values (non-finite) are
+        not those of the config.
+        """
         weights = self.path / (STUDENT_WEIGHTS_NAME if student else WEIGHTS_NAME)
+        if not weights.is_file():
+            raise ValueError(f"{str(self.path)!r} has no {weights.name}: the saved model is incomplete")
+        expected_sha256 = self.student_sha256 if student else self.weights_sha256
+        if expected_sha256 is not None and _file_digest(weights) != expected_sha256:
+            raise ValueError(f"{weights} is damaged: its SHA-256 does not match the one in {CONFIG_NAME}")
         try:
-            state = load_file(str(weights), device="cpu")
-        except FileNotFoundError as exc:
-            raise ValueError(f"{str(self.path)!r} has no {weights.name}: the saved model is incomplete") from exc
+            with safe_open(str(weights), framework="pt", device="cpu") as fh:
+                metadata = fh.metadata() or {}
+                state = {name: fh.get_tensor(name) for name in fh.keys()}
         except (SafetensorError, OSError, ValueError) as exc:
             raise ValueError(f"{weights} is corrupt or not a safetensors file: {exc}") from exc
+        if not student and "model_spec" in metadata and metadata["model_spec"] != _spec_json(self.params):
+            saved, described = json.loads(metadata["model_spec"]), json.loads(_spec_json(self.params))
+            differ = [k for k in _SPEC_PARAMS if saved.get(k) != described.get(k)]
+            raise ValueError(
+                f"{weights} was saved with {', '.join(f'{k}={saved.get(k)!r}' for k in differ)}, but {CONFIG_NAME} "
+                f"says {', '.join(f'{k}={described.get(k)!r}' for k in differ)}: the files do not belong together"
+            )
+        expected = model.state_dict()
+        for name in _CONSTANT_BUFFERS:
+            if name in expected and name in state and not torch.equal(state[name], expected[name].cpu()):
+                raise ValueError(f"{weights} holds {name}={state[name].item():g}, but {CONFIG_NAME} says "
+                                 f"{name}={expected[name].item():g}: the files do not belong together")
+        bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+        if bad:
+            raise ValueError(f"{weights} is damaged: non-finite values in {', '.join(bad[:3])}")
         try:
             model.load_state_dict(state, strict=True)
         except RuntimeError as exc:
-            raise ValueError(f"{weights} does not match the model its config describes: {exc}") from exc
+            first = str(exc).strip().splitlines()
+            raise ValueError(f"{weights} does not match the model its config describes: "
+                             f"{' '.join(line.strip() for line in first[:3])}") from exc
 
 
 def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorrector:
     """Read and check the config of a corrector saved by :func:`save_corrector`.
 
     ``encoder``: the module a user-encoder model is to be loaded into (None for LSNPC's own encoder).
+    The parameters are checked by the estimator (which knows them); the fitted fields here.
     """
     path = Path(path)
     config = _read_config(path)
+    config_path = path / CONFIG_NAME
     user_encoder = config["encoder"] == "user"
     if user_encoder and encoder is None:
         raise ValueError(
@@ -126,10 +229,24 @@ def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorre
         )
     if not user_encoder and encoder is not None:
         raise ValueError(f"{str(path)!r} uses LSNPC's own data encoder; do not pass encoder= to load it")
-    fitted = dict(config["fitted"])
-    fitted["input_shape_"] = tuple(fitted["input_shape_"])
-    fitted.setdefault("student_info_", None)  # saved before correctors had a student
-    return SavedCorrector(path, dict(config["params"]), fitted, user_encoder)
+    fitted = _check_fitted(config["fitted"], config_path)
+    weights_sha256 = student_sha256 = None
+    if config["format_version"] >= 2:
+        weights_sha256 = _weights_entry(config, "weights", WEIGHTS_NAME, config_path)
+        if fitted["student_info_"] is not None:
+            student_sha256 = _weights_entry(config, "student_weights", STUDENT_WEIGHTS_NAME, config_path)
+    else:
+        warnings.warn(f"{str(path)!r} was saved by an older lsnpc (format version 1) without checksums, so "
+                      "damage to it cannot be detected; save it again to add them", UserWarning, stacklevel=3)
+    return SavedCorrector(path, dict(config["params"]), fitted, user_encoder, weights_sha256, student_sha256)
+
+
+def _weights_entry(config: dict[str, Any], key: str, file_name: str, config_path: Path) -> str:
+    """The sha256 recorded under ``key`` for ``file_name``; a ValueError when the entry is damaged."""
+    entry = config.get(key)
+    if not isinstance(entry, dict) or entry.get("file") != file_name or not isinstance(entry.get("sha256"), str):
+        raise ValueError(f"{config_path} is damaged: {key!r} must name {file_name} and its sha256")
+    return entry["sha256"]
 
 
 def _read_config(path: Path) -> dict[str, Any]:
@@ -146,11 +263,54 @@ def _read_config(path: Path) -> dict[str, Any]:
         raise ValueError(f"{config_path} is not an LSNPC config (format field is {config.get('format')!r})"
                          if isinstance(config, dict) else f"{config_path} is not an LSNPC config")
     version = config.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ValueError(
-            f"{config_path} has format_version {version!r}; this lsnpc reads version {FORMAT_VERSION}"
-        )
-    for key in ("params", "fitted", "encoder"):
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
+        raise ValueError(f"{config_path} has format_version {version!r}; this lsnpc reads versions "
+                         f"{', '.join(map(str, READABLE_VERSIONS))} (a newer lsnpc wrote it?)")
+    required = ("params", "fitted", "encoder") + (("weights", "config_sha256") if version >= 2 else ())
+    for key in required:
         if key not in config:
             raise ValueError(f"{config_path} is incomplete: missing {key!r}")
+    if version >= 2 and config["config_sha256"] != _config_digest(config):
+        raise ValueError(f"{config_path} is damaged or was edited: its content does not match its config_sha256")
+    if not isinstance(config["params"], dict) or not isinstance(config["fitted"], dict):
+        raise ValueError(f"{config_path} is damaged: 'params' and 'fitted' must be JSON objects")
+    if config["encoder"] not in ("user", "builtin"):
+        raise ValueError(f"{config_path} is damaged: 'encoder' must be 'user' or 'builtin', got {config['encoder']!r}")
     return config
+
+
+def _is_int(value: Any, low: int, high: float = math.inf) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool) and low <= value <= high
+
+
+def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
+    """The fitted fields of a config, each checked for its type and range (ValueError naming it)."""
+    raw = {"student_info_": None, **raw}  # saved before correctors had a student
+    missing = [name for name in FITTED_FIELDS if name not in raw]
+    if missing:
+        raise ValueError(f"{config_path} is incomplete: fitted fields {', '.join(missing)} are missing")
+
+    def bad(name: str, what: str) -> ValueError:
+        return ValueError(f"{config_path} is damaged: fitted field {name} must be {what}, got {raw[name]!r:.80}")
+
+    fitted = {name: raw[name] for name in FITTED_FIELDS}
+    for name in ("n_features_in_", "n_labels_", "data_dim_", "epochs_"):
+        if not _is_int(fitted[name], 1):
+            raise bad(name, "a positive integer")
+    if not _is_int(fitted["best_epoch_"], 0, fitted["epochs_"]):
+        raise bad("best_epoch_", f"an integer in [0, epochs_ = {fitted['epochs_']}]")
+    if not _is_int(fitted["predict_seed_"], 0, 2**63 - 1):
+        raise bad("predict_seed_", "an integer in [0, 2**63)")
+    shape = fitted["input_shape_"]
+    if not isinstance(shape, list) or not shape or not all(_is_int(s, 1) for s in shape):
+        raise bad("input_shape_", "a list of positive integers")
+    if math.prod(shape) != fitted["n_features_in_"]:
+        raise bad("input_shape_", f"a shape of n_features_in_ = {fitted['n_features_in_']} values")
+    fitted["input_shape_"] = tuple(shape)
+    if not isinstance(fitted["selection_"], str):
+        raise bad("selection_", "a string")
+    if not isinstance(fitted["history_"], list) or not all(isinstance(h, dict) for h in fitted["history_"]):
+        raise bad("history_", "a list of objects")
+    if fitted["student_info_"] is not None and not isinstance(fitted["student_info_"], dict):
+        raise bad("student_info_", "an object or null")
+    return fitted  # guard_ is checked by GuardDecision.from_dict

@@ -24,8 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._numerics import minibatches
 from ..metrics import micro_f1
-from .training import FlatAdamW, _batches
+from .training import FlatAdamW
 
 __all__ = ["LabelStudent", "StudentResult", "fit_student", "student_epochs"]
 
@@ -96,7 +97,7 @@ def fit_student(
     with optimizer:
         for epoch in range(1, epochs + 1):
             student.train()
-            for idx in _batches(len(X), batch_size):
+            for idx in minibatches(len(X), batch_size):
                 loss = F.binary_cross_entropy_with_logits(student(X[idx]), targets[idx])
                 optimizer.step(loss, lr=_LR)
             if val is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -18,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._numerics import minibatches as _batches
 from .._torch import seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
@@ -82,15 +84,6 @@ def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: 
         return int(epochs)
     steps_per_epoch = max(1, math.ceil(n_train / batch_size))
     return int(np.clip(math.ceil(min_steps / steps_per_epoch), _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS))
-
-
-def _batches(n: int, batch_size: int) -> list[torch.Tensor]:
-    """Shuffled index batches; a trailing batch of one sample is dropped (BatchNorm needs two)."""
-    order = torch.randperm(n)
-    batches = list(order.split(batch_size))
-    if len(batches) > 1 and len(batches[-1]) < 2:
-        batches.pop()
-    return batches
 
 
 def _feed(probs: torch.Tensor, mode: str) -> torch.Tensor:
@@ -162,12 +155,16 @@ class _Selector:
             self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def _describe(mode: str, n_val: int, n_holdout: int) -> str:
+def _describe(mode: str, n_val: int, n_holdout: int, n_clean: int = 0) -> str:
+    """Which criterion chose the epoch and which labels it used; and whether clean labels were trained on
+    (semi-supervised), so "no clean labels" is never said of a model that learnt from some."""
+    trained = f"; trained on a clean set of {n_clean} samples (X_clean, y_clean)" if n_clean else ""
     if mode == "val_f1":
-        return f"val_f1: epoch chosen by micro-F1 on {n_val} clean validation labels (X_val, y_val)"
+        return f"val_f1: epoch chosen by micro-F1 on {n_val} clean validation labels (X_val, y_val){trained}"
     if mode == "noisy_elbo":
-        return f"noisy_elbo: epoch chosen by the ELBO on {n_holdout} held-out noisy samples (no clean labels used)"
-    return "last: the final epoch (no selection, no labels used)"
+        used = "no clean labels used to choose it" if n_clean else "no clean labels used"
+        return f"noisy_elbo: epoch chosen by the ELBO on {n_holdout} held-out noisy samples ({used}){trained}"
+    return f"last: the final epoch (no selection, no labels used to choose it){trained}"
 
 
 def learning_rate(schedule: str, base: float, step: int, epoch: int, total_steps: int) -> float:
@@ -197,10 +194,13 @@ def train_latent_shift_model(
     selection: str,
     rng: np.random.Generator,
     device: torch.device,
+    on_epoch: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> TrainResult:
     """Algorithm 1: per epoch a pass over the noisy data, then one over the clean data (if any).
 
     ``own_encoder``: the data encoder is LSNPC's own (so ``config.warm_start`` applies to it).
+    ``on_epoch(epoch, epochs, entry)``: called after the warm start (epoch 0) and after each epoch with
+    its history entry (progress bars); it sees the numbers, it does not change them.
     """
     X, P = data.X, data.P
     holdout = None
@@ -230,6 +230,8 @@ def train_latent_shift_model(
         entry = {"epoch": 0, "phase": "warm_start", "warm_start_loss": loss, **selector.score(model)}
         history.append(entry)
         selector.update(model, 0, entry)
+        if on_epoch is not None:
+            on_epoch(0, epochs, entry)
 
     optimizer = FlatAdamW([model], weight_decay=config.weight_decay)
     total_steps = epochs * (steps_per_epoch + clean_steps)
@@ -281,13 +283,16 @@ def train_latent_shift_model(
             if config.verbose:
                 shown = ", ".join(f"{k}={v:.4g}" for k, v in entry.items() if isinstance(v, float))
                 print(f"[LSNPC] epoch {epoch}/{epochs}: {shown}", flush=True)
+            if on_epoch is not None:
+                on_epoch(epoch, epochs, entry)
 
     if selector.best_state is not None:
         model.load_state_dict(selector.best_state)
     model.eval()
     n_val = 0 if data.val is None else len(data.val[0])
     n_hold = 0 if holdout is None else len(holdout[0])
-    return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold), history)
+    n_clean = 0 if data.clean is None else len(data.clean[0])
+    return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold, n_clean), history)
 
 
 class FlatAdamW:

@@ -8,6 +8,7 @@ is it renamed into place. A mismatch deletes the temporary file and raises
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import urllib.error
@@ -103,8 +104,9 @@ def download_file(
     dest = Path(dest)
     digest = hashlib.sha256()
     n_bytes = 0
-    with atomic_path(dest) as tmp:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(tmp, "wb") as out:
+    # Connect before creating anything, so that being offline leaves no folder behind.
+    with urllib.request.urlopen(url, timeout=timeout) as response, atomic_path(dest) as tmp:
+        with open(tmp, "wb") as out:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else size
             with Progress(
@@ -213,12 +215,17 @@ def download_dataset(
         url = remote.url
         if mirror is not None:
             url = f"{mirror.rstrip('/')}/{info.folders[0]}/{urllib.request.pathname2url(remote.path).lstrip('/')}"
+        missing = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]
         try:
             download_file(url, dest, sha256=remote.sha256, size=remote.size, progress=progress)
-        except ChecksumMismatchError:
-            raise
-        except (urllib.error.URLError, OSError) as exc:
+        except BaseException as exc:
+            for folder in missing:  # the folders this download made, if it left them empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            if isinstance(exc, ChecksumMismatchError) or not isinstance(exc, (urllib.error.URLError, OSError)):
+                raise
+            reason = getattr(exc, "reason", exc)
             raise DownloadError(
-                f"could not download {url}: {exc}\n{_manual_instructions(info, target)}"
+                f"could not download {name!r} from {url} (offline? {reason})\n{_manual_instructions(info, target)}"
             ) from exc
     return target

@@ -1,8 +1,8 @@
 """Read and write user arrays (features, probabilities, labels) as .npy, .csv or .parquet.
 
 Used by the command line. A CSV may have a header row (kept as column names, so corrected
-probabilities are written back under the same names); a parquet file's columns are all read.
-Writes are atomic.
+probabilities are written back under the same names) and an index column as pandas writes it (dropped);
+a parquet file's columns are all read. Writes are atomic.
 """
 
 from __future__ import annotations
@@ -27,16 +27,46 @@ def array_format(path: str | Path, name: str = "path") -> str:
     return suffix
 
 
-def _csv_has_header(path: Path) -> bool:
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _csv_layout(path: Path) -> tuple[bool, bool]:
+    """(has a header row, has an index column) of a CSV, read from its first two lines.
+
+    A header is a first row that is not all numbers, or that is exactly ``0,1,...,k-1`` as pandas
+    writes a frame's default column names (for k >= 3 no label or probability row looks like that;
+    for k <= 2 only when the next row is written as decimals, e.g. probabilities). An index column is
+    a header whose first name is empty or ``Unnamed: 0``, as ``DataFrame.to_csv()`` writes it.
+    """
     with open(path, encoding="utf-8") as fh:
         first = fh.readline().strip()
+        second = fh.readline().strip()
     if not first:
-        raise ValueError(f"{path} is empty")
-    try:
-        [float(x) for x in first.split(",")]
-    except ValueError:
-        return True
-    return False
+        raise ValueError("the file is empty")
+    fields = [f.strip().strip('"') for f in first.split(",")]
+    if not all(_is_number(f) for f in fields):
+        return True, fields[0] in ("", "Unnamed: 0")
+    if fields != [str(i) for i in range(len(fields))]:
+        return False, False
+    decimals = bool(second) and all(any(c in f for c in ".eE") for f in second.split(","))
+    return len(fields) >= 3 or decimals, False
+
+
+def _read_csv(path: Path) -> tuple[np.ndarray, list[str] | None]:
+    import pandas as pd
+
+    header, index = _csv_layout(path)
+    frame = pd.read_csv(path, header=0 if header else None, index_col=0 if index else None)
+    text = [str(c) for c, dtype in frame.dtypes.items() if not pd.api.types.is_numeric_dtype(dtype)]
+    if text:
+        raise ValueError(f"column(s) {', '.join(text[:5])} hold non-numeric values (a CSV may have one header "
+                         "row and a pandas index column; every other cell must be a number)")
+    return frame.to_numpy(), [str(c) for c in frame.columns] if header else None
 
 
 def read_array(path: str | Path, name: str) -> tuple[np.ndarray, list[str] | None]:
@@ -54,12 +84,7 @@ def read_array(path: str | Path, name: str) -> tuple[np.ndarray, list[str] | Non
             # allow_pickle=False: a user file must never run code when loaded
             return np.load(path, allow_pickle=False), None
         if fmt == ".csv":
-            if _csv_has_header(path):
-                import pandas as pd
-
-                frame = pd.read_csv(path)
-                return frame.to_numpy(), [str(c) for c in frame.columns]
-            return np.loadtxt(path, delimiter=",", ndmin=2), None
+            return _read_csv(path)
         import pandas as pd
 
         frame = pd.read_parquet(path)

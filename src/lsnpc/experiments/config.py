@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from lsnpc.experiments.components import CLASSIFIERS, POST_PROCESSORS, get_component
 from lsnpc.experiments.specs import ComponentSpec, DatasetSpec, ExperimentConfig, GridSpec, NoiseSpec
 
 __all__ = [
@@ -58,11 +59,7 @@ __all__ = [
 ]
 
 NOISE_KINDS = ("symmetric", "pairflip")
-CLASSIFIERS = ("mlp", "addgcn", "hlc")
-# none = the base classifier's own probabilities; lsnpc = unsupervised (no clean label anywhere);
-# lsnpc-semi = the clean set (val1) joins training; gauss / learned-nu = the latent ablations;
-# lsnpc-paper = LSNPC.paper() (the authors' recipe, checkpoint chosen on clean validation labels).
-POST_PROCESSORS = ("none", "knn", "npc", "lsnpc", "lsnpc-semi", "gauss", "learned-nu", "lsnpc-paper")
+# CLASSIFIERS and POST_PROCESSORS are the names in the component registry (lsnpc.experiments.components).
 
 _DATASET_KEYS = {
     "name", "label", "data_home", "encoder", "batch_size", "cache_dir", "max_train", "max_test", "overrides",
@@ -304,7 +301,7 @@ def _parse_component(item: Any, where: str, choices: Sequence[str]) -> list[Comp
         raise ConfigError(f"{where}.label: must be a non-empty string, got {label!r}")
     sweep = item.get("sweep")
     if sweep is None:
-        return [ComponentSpec(name=name, label=label, params=dict(params))]
+        return [_checked(ComponentSpec(name=name, label=label, params=dict(params)), where)]
     if not isinstance(sweep, Mapping) or not sweep:
         raise ConfigError(f"{where}.sweep: must map parameter names to lists of values, got {sweep!r}")
     keys = list(sweep)
@@ -315,5 +312,14 @@ def _parse_component(item: Any, where: str, choices: Sequence[str]) -> list[Comp
     for combo in itertools.product(*(sweep[k] for k in keys)):
         values = dict(zip(keys, combo, strict=True))
         suffix = ",".join(f"{k}={_format_value(v)}" for k, v in values.items())
-        out.append(ComponentSpec(name=name, label=f"{label}[{suffix}]", params={**params, **values}))
+        out.append(_checked(ComponentSpec(name=name, label=f"{label}[{suffix}]", params={**params, **values}), where))
     return out
+
+
+def _checked(spec: ComponentSpec, where: str) -> ComponentSpec:
+    """``spec`` once its runner options (clean_set, select_on, encoder) are valid for its component."""
+    try:
+        get_component(spec.name).split_params(spec.params)
+    except ValueError as exc:
+        raise ConfigError(f"{where}.params.{exc}") from None
+    return spec

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsnpc.experiments.config import ExperimentConfig, load_config
-from lsnpc.experiments.executors import execute
+from lsnpc.experiments.executors import check_execution, execute
 from lsnpc.experiments.grid import GroupTask, expand_runs, group_runs
 from lsnpc.experiments.runner import GroupResult, prefetch_features
 from lsnpc.experiments.store import ResultsStore
@@ -26,6 +26,7 @@ class ExperimentSummary:
     errors: dict[str, str] = field(default_factory=dict)
     elapsed_s: float = 0.0
     partial_removed: int = 0
+    n_elsewhere: int = 0  # runs left to another runner working on the same results folder
 
     @property
     def n_failed(self) -> int:
@@ -54,8 +55,10 @@ def run_experiment(
 ) -> ExperimentSummary:
     """Run every unfinished run of ``config`` and write each to ``results_dir``.
 
-    Re-running the same config skips finished runs; leftovers of writes interrupted by a kill are
-    removed first (run one invocation per results directory at a time).
+    Re-running the same config skips finished runs (a run file that does not hold a complete run is
+    redone); leftovers of writes interrupted by a kill are removed first. Several invocations may share
+    a results directory: each group runs in only one of them at a time (claims, see
+    :class:`~lsnpc.experiments.store.ResultsStore`), so they divide the grid between them.
 
     Parameters
     ----------
@@ -69,6 +72,7 @@ def run_experiment(
     on_result : callable, optional
         Called with each finished group.
     """
+    check_execution(executor, jobs)
     if not isinstance(config, ExperimentConfig):
         config = load_config(config)
     start = time.perf_counter()
@@ -83,6 +87,7 @@ def run_experiment(
     for result in execute(tasks, results_dir, jobs=jobs, executor=executor, threads=threads,
                           ray_address=ray_address, on_result=on_result):
         summary.n_done += len(result.rows)
+        summary.n_elsewhere += len(result.elsewhere)
         summary.errors.update(result.errors)
     summary.elapsed_s = time.perf_counter() - start
     return summary

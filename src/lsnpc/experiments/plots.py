@@ -4,7 +4,8 @@
   (one figure per data set × noise kind × classifier; the clean rate-0 runs appear on every kind).
 - The ν0 × ν sensitivity heat map (runs whose post-processor params name ``nu0`` and ``nu``, or a
   learned ν), like the paper's Figure 3.
-- Training curves from the post-processors' recorded ``history`` (first seed).
+- Training curves from the post-processors' recorded ``history`` (first seed), at their real epoch
+  numbers (LSNPC's warm start is epoch 0).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from lsnpc._io import atomic_path
 
-__all__ = ["draw_all", "plot_f1_vs_noise", "plot_sensitivity", "plot_histories"]
+__all__ = ["draw_all", "plot_f1_vs_noise", "plot_sensitivity", "plot_histories", "history_series"]
 
 MAX_HISTORY_FIGURES = 12
 
@@ -114,25 +115,52 @@ def plot_sensitivity(df: Any, out_dir: Path) -> list[Path]:
     return paths
 
 
-def _history_series(history: Any) -> dict[str, list[float]]:
-    """Numeric series of a history: a list of per-epoch dicts or a dict of lists."""
-    series: dict[str, list[float]] = {}
+def history_series(history: Any) -> dict[str, tuple[list[float], list[float]]]:
+    """Numeric series of a training history as ``{name: (epochs, values)}``.
+
+    A list of per-epoch dicts (LSNPC's ``history_``) gives each key at the epochs whose entry has it,
+    at the entry's own ``epoch`` number (LSNPC's warm start is epoch 0, its training losses start at
+    1); a dict of per-epoch lists (the classifiers') is numbered 1, 2, ...
+    """
+    series: dict[str, tuple[list[float], list[float]]] = {}
+
+    def add(key: str, epoch: float, value: Any) -> None:
+        if key == "epoch" or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return
+        epochs, values = series.setdefault(key, ([], []))
+        epochs.append(float(epoch))
+        values.append(float(value))
+
     if isinstance(history, dict):
         for key, values in history.items():
-            if isinstance(values, list) and values and all(isinstance(v, (int, float)) or v is None for v in values):
-                series[key] = [math.nan if v is None else float(v) for v in values]
+            if isinstance(values, list):
+                for i, value in enumerate(values):
+                    add(key, i + 1, value)
     elif isinstance(history, list):
-        keys = [k for k in (history[0] if history and isinstance(history[0], dict) else {})
-                if k != "epoch"]
-        for key in keys:
-            vals = [row.get(key) if isinstance(row, dict) else None for row in history]
-            if all(isinstance(v, (int, float)) or v is None for v in vals):
-                series[key] = [math.nan if v is None else float(v) for v in vals]
-    return {k: v for k, v in series.items() if k != "epoch"}
+        for i, row in enumerate(history):
+            if isinstance(row, dict):
+                epoch = row.get("epoch", i + 1)
+                for key, value in row.items():
+                    add(key, epoch if isinstance(epoch, (int, float)) else i + 1, value)
+    return series
+
+
+def _history_keys(curves: list[tuple[str, dict[str, Any]]], limit: int = 4) -> list[str]:
+    """The series worth a panel: training losses first, then validation scores, then the rest."""
+    keys = {k for _, s in curves for k in s if k not in ("seconds", "lr")}
+
+    def rank(key: str) -> tuple[int, str]:
+        order = ("loss", "train_loss", "reconstruction", "latent", "clean_loss")
+        if key in order:
+            return (0, f"{order.index(key):02d}")
+        return (1 if key.startswith("val") or "elbo" in key else 2, key)
+
+    return sorted(keys, key=rank)[:limit]
 
 
 def plot_histories(df: Any, out_dir: Path) -> list[Path]:
-    """Training curves (first seed) per data set, classifier and post-processor; PNG paths."""
+    """Training curves (first seed) per data set, classifier and post-processor, at their real epoch
+    numbers; PNG paths."""
     if "history" not in df.columns:
         return []
     plt = _pyplot()
@@ -142,9 +170,9 @@ def plot_histories(df: Any, out_dir: Path) -> list[Path]:
         if len(paths) >= MAX_HISTORY_FIGURES:
             break
         first_seed = sub[sub["seed"] == sub["seed"].min()]
-        curves = [(f"{r.noise_kind} {100 * r.noise_rate:g}%", _history_series(r.history))
+        curves = [(f"{r.noise_kind} {100 * r.noise_rate:g}%", history_series(r.history))
                   for r in first_seed.itertuples()]
-        keys = sorted({k for _, s in curves for k in s})[:4]
+        keys = _history_keys(curves)
         if not keys:
             continue
         fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.5), constrained_layout=True,
@@ -152,7 +180,8 @@ def plot_histories(df: Any, out_dir: Path) -> list[Path]:
         for ax, key in zip(axes[0], keys, strict=True):
             for label, series in curves:
                 if key in series:
-                    ax.plot(range(1, len(series[key]) + 1), series[key], label=label)
+                    epochs, values = series[key]
+                    ax.plot(epochs, values, marker="." if len(values) < 30 else None, label=label)
             ax.set_xlabel("epoch")
             ax.set_title(key)
             ax.grid(alpha=0.3)

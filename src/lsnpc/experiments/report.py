@@ -16,6 +16,7 @@ from typing import Any
 
 from lsnpc._io import atomic_write_text
 from lsnpc.experiments.config import POST_PROCESSORS
+from lsnpc.metrics import LOWER_IS_BETTER  # bold goes to the minimum of these
 
 __all__ = ["summary_table", "format_markdown", "format_html", "write_report", "DEFAULT_METRICS"]
 
@@ -23,8 +24,6 @@ DEFAULT_METRICS = ("macro_f1", "micro_f1")
 METRIC_TITLES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "map": "mAP", "lrap": "LRAP",
                  "hamming_loss": "Hamming loss", "ranking_loss": "ranking loss",
                  "one_error": "one-error", "coverage": "coverage", "subset_accuracy": "subset acc."}
-# Metrics where smaller is better (bold goes to the minimum).
-LOWER_IS_BETTER = {"hamming_loss", "ranking_loss", "one_error", "coverage"}
 BASE = "none"
 
 
@@ -68,6 +67,40 @@ def summary_table(df: Any, metrics: tuple[str, ...] = DEFAULT_METRICS) -> Any:
     merged = agg.merge(base, on=["classifier", "noise_rate", "dataset", "noise_kind", "metric"], how="left")
     merged["delta"] = merged["mean"] - merged["base_mean"]
     return pd.DataFrame(merged.drop(columns=["base_mean"]))
+
+
+def base_model_notes(df: Any) -> list[str]:
+    """Lines saying where a post-processor handed back the base model instead of a correction.
+
+    From the runs' ``n_fallback_labels`` (KNN answers a label with the base probabilities when none of
+    its training samples is confidently positive, or none confidently negative), and from runs whose
+    metrics equal the base model's of the same setting and seed (a fallback for every label, or a
+    guard that kept the base model).
+    """
+    import pandas as pd
+
+    keys = ["dataset", "noise_kind", "noise_rate", "classifier", "seed"]
+    metrics = [m for m in METRIC_TITLES if m in df.columns]
+    base = df[df["processor"] == BASE].drop_duplicates(keys)[keys + metrics]
+    lines = []
+    for proc, sub in df[df["processor"] != BASE].groupby("processor"):
+        parts = []
+        if "n_fallback_labels" in sub and sub["n_fallback_labels"].notna().any():
+            fell = sub[sub["n_fallback_labels"].fillna(0) > 0]
+            if len(fell):
+                labels = ", ".join(sorted({f"{int(n)} of {int(m)}" for n, m
+                                           in zip(fell["n_fallback_labels"], fell["n_labels"], strict=True)}))
+                parts.append(f"fell back to the base model's probabilities in {len(fell)} of {len(sub)} runs "
+                             f"(for {labels} labels)")
+        joined = sub[keys + metrics].merge(base, on=keys, how="left", suffixes=("", "_base"))
+        same = pd.Series(True, index=joined.index)
+        for m in metrics:
+            same &= (joined[m] == joined[f"{m}_base"]) | (joined[m].isna() & joined[f"{m}_base"].isna())
+        if same.any():
+            parts.append(f"scored exactly as the base model in {int(same.sum())} of {len(sub)} runs")
+        if parts:
+            lines.append(f"{proc}: " + "; ".join(parts))
+    return lines
 
 
 def _cell(mean: float, std: float, n: int, delta: float, is_base: bool) -> str:
@@ -182,13 +215,16 @@ def write_report(
     Returns
     -------
     dict
-        ``{"markdown": path, "html": path, "csv": path, "plots": [paths]}``.
+        ``{"markdown": path, "html": path, "csv": path, "plots": [paths], "unreadable": [paths]}``; the
+        last are run files that do not hold a complete run (left out of the report, and named in it).
     """
-    from lsnpc.experiments.store import load_results
+    from lsnpc.experiments.store import ResultsStore, load_results
 
     df = load_results(results_dir, with_history=True)
+    unreadable = ResultsStore(results_dir).unreadable_files()
     if df.empty:
-        raise ValueError(f"no finished runs in {results_dir}: nothing to report")
+        bad = f" ({len(unreadable)} run file(s) could not be read, e.g. {unreadable[0]})" if unreadable else ""
+        raise ValueError(f"no finished runs in {results_dir}: nothing to report{bad}")
     out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
     summary = summary_table(df, metrics)
@@ -215,6 +251,13 @@ def write_report(
         md += [f"### {dataset}", "", format_markdown(summary[summary["dataset"] == dataset], metrics)]
     md += ["## Model selection (which labels chose each checkpoint)", ""]
     md += [f"- {s}" for s in selections]
+    notes = base_model_notes(df)
+    if notes:
+        md += ["", "## Where a post-processor returned the base model", ""] + [f"- {n}" for n in notes]
+    if unreadable:
+        md += ["", "## Left out", "", f"{len(unreadable)} run file(s) that do not hold a complete run "
+               "(truncated or empty; `lsnpc experiment run` redoes them):", ""]
+        md += [f"- `{p.name}`" for p in unreadable]
     md += ["", "## Figures", ""] + [f"![{p.stem}]({p.name})" for p in pngs]
     md_path = atomic_write_text(out / "report.md", "\n".join(md) + "\n")
     body = [f"<h1>lsnpc results: {html.escape(Path(results_dir).name)}</h1>", f"<p>{html.escape(intro)}</p>",
@@ -223,8 +266,15 @@ def write_report(
         body += [f"<h3>{html.escape(dataset)}</h3>", format_html(summary[summary["dataset"] == dataset], metrics)]
     body += ["<h2>Model selection</h2><ul>"]
     body += [f"<li>{html.escape(s)}</li>" for s in selections]
+    if notes:
+        body += ["</ul><h2>Where a post-processor returned the base model</h2><ul>"]
+        body += [f"<li>{html.escape(n)}</li>" for n in notes]
+    if unreadable:
+        body += ["</ul><h2>Left out</h2><ul>"] + [f"<li>{html.escape(p.name)}: not a complete run file</li>"
+                                                  for p in unreadable]
     body += ["</ul><h2>Figures</h2>"] + [f"<img src='{html.escape(p.name)}' alt='{html.escape(p.stem)}'>" for p in pngs]
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>lsnpc report</title>"
             f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
     html_path = atomic_write_text(out / "report.html", page)
-    return {"markdown": md_path, "html": html_path, "csv": out / "summary.csv", "plots": pngs}
+    return {"markdown": md_path, "html": html_path, "csv": out / "summary.csv", "plots": pngs,
+            "unreadable": unreadable}

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from lsnpc.experiments.components import get_component
 from lsnpc.experiments.config import ComponentSpec, DatasetSpec
 from lsnpc.experiments.grid import GroupTask, RunSpec
 from lsnpc.experiments.store import ResultsStore
@@ -39,22 +40,6 @@ __all__ = ["GroupResult", "run_group", "prefetch_features", "derive_seed", "make
            "DEFAULT_ENCODERS"]
 
 DEFAULT_ENCODERS = {"texts": "all-MiniLM-L6-v2", "images": "resnet50"}
-
-# Keys of a post-processor's params that steer the runner rather than the estimator.
-#   clean_set: pass the clean set (val1, clean labels) to fit -> semi-supervised
-#   select_on: "clean" passes val0 with clean labels for model selection; "none" passes nothing
-#   encoder:   "classifier" starts LSNPC's data encoder from the base classifier's trunk
-_RUNNER_KEYS = ("clean_set", "select_on", "encoder")
-_PROCESSOR_DEFAULTS: dict[str, dict[str, Any]] = {
-    "lsnpc": {"clean_set": False, "select_on": "none"},
-    "gauss": {"clean_set": False, "select_on": "none"},
-    "learned-nu": {"clean_set": False, "select_on": "none"},
-    "lsnpc-semi": {"clean_set": True, "select_on": "clean"},
-    "lsnpc-paper": {"clean_set": False, "select_on": "clean"},
-    "knn": {"clean_set": False, "select_on": "none"},
-    "npc": {"clean_set": False, "select_on": "none"},
-    "none": {"clean_set": False, "select_on": "none"},
-}
 
 
 def derive_seed(seed: int, purpose: str) -> int:
@@ -68,12 +53,14 @@ def derive_seed(seed: int, purpose: str) -> int:
 
 @dataclass
 class GroupResult:
-    """What a group returns: finished rows, skipped run ids and errors (run id → traceback)."""
+    """What a group returns: finished rows, skipped run ids, errors (run id → traceback), and the run ids
+    left to another runner that holds the group's claim (:meth:`ResultsStore.claim`)."""
 
     key: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    elsewhere: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- data
@@ -179,57 +166,22 @@ def _prepare(task: GroupTask, threads: int | None = None) -> _GroupData:
 
 
 def make_classifier(spec: ComponentSpec, *, seed: int, device: str) -> Any:
-    """Build the base classifier named by ``spec`` (``mlp``, ``addgcn`` or ``hlc``)."""
-    from lsnpc import classifiers
-
-    cls = getattr(classifiers, {"mlp": "MLPClassifier", "addgcn": "ADDGCN", "hlc": "HLC"}[spec.name])
-    return cls(**dict(spec.params), random_state=derive_seed(seed, "classifier"), device=device)
-
-
-def _split_params(spec: ComponentSpec) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(runner options with defaults filled in, estimator params)."""
-    params = dict(spec.params)
-    options: dict[str, Any] = {"encoder": None, **_PROCESSOR_DEFAULTS[spec.name]}
-    for key in _RUNNER_KEYS:
-        if key in params:
-            options[key] = params.pop(key)
-    if options["select_on"] not in ("none", "clean"):
-        raise ValueError(f"post-processor {spec.label!r}: select_on must be 'none' or 'clean', "
-                         f"got {options['select_on']!r}")
-    return options, params
+    """Build the base classifier named by ``spec`` (see :mod:`lsnpc.experiments.components`)."""
+    component = get_component(spec.name, "classifier")
+    return component.build(spec.params, random_state=derive_seed(seed, "classifier"), device=device)
 
 
 def make_processor(spec: ComponentSpec, *, seed: int, device: str, classifier: Any = None) -> Any:
-    """Build the post-processor named by ``spec``; ``None`` for ``none`` (the base model itself)."""
-    options, params = _split_params(spec)
-    random_state = derive_seed(seed, "processor")
-    if spec.name == "none":
-        return None
-    if spec.name == "knn":
-        from lsnpc.baselines import KNNCorrector
+    """Build the post-processor named by ``spec``; ``None`` for ``none`` (the base model itself).
 
-        return KNNCorrector(**params, random_state=random_state)
-    if spec.name == "npc":
-        from lsnpc.baselines import NPCCorrector
-
-        return NPCCorrector(**params, random_state=random_state, device=device)
-    from lsnpc.corrector import LSNPC
-
-    if params.get("nu") == "learned":  # the sensitivity grid's "learned" column is the learned-nu latent
-        params.pop("nu")
-        params["latent"] = "learned"
-    if spec.name == "gauss":
-        params.setdefault("latent", "gauss")
-    elif spec.name == "learned-nu":
-        params.setdefault("latent", "learned")
+    The runner options among ``spec.params`` are left out; ``encoder: classifier`` passes the base
+    ``classifier``'s trunk as LSNPC's encoder.
+    """
+    component = get_component(spec.name, "post_processor")
+    options, params = component.split_params(spec.params)
     if options["encoder"] == "classifier" and classifier is not None:
         params["encoder"] = classifier.trunk_
-    elif options["encoder"] is not None:
-        raise ValueError(f"post-processor {spec.label!r}: encoder must be 'classifier' or absent, "
-                         f"got {options['encoder']!r}")
-    if spec.name == "lsnpc-paper":
-        return LSNPC.paper(**params, random_state=random_state, device=device)
-    return LSNPC(**params, random_state=random_state, device=device)
+    return component.build(params, random_state=derive_seed(seed, "processor"), device=device)
 
 
 def _version() -> str:
@@ -268,9 +220,9 @@ def _run_processor(
 ) -> dict[str, Any]:
     from lsnpc.metrics import evaluate
 
-    options, _ = _split_params(run.processor)
+    options, _ = get_component(run.processor.name).split_params(run.processor.params)
     processor = make_processor(run.processor, seed=run.seed, device=run.device, classifier=classifier)
-    processor = _with_threads(processor, threads)
+    processor = _with_threads(processor, threads, run.processor.params)
     history: Any = None
     fit_s = 0.0
     start = time.perf_counter()
@@ -305,14 +257,18 @@ def _run_processor(
     }
     if history is not None:
         row["history"] = history
+    fallback = getattr(processor, "fallback_labels_", None)  # labels KNN answers with the base model's
+    if fallback is not None:
+        row["n_fallback_labels"] = int(np.sum(fallback))
     return row
 
 
-def _with_threads(estimator: Any, threads: int | None) -> Any:
-    """Give ``estimator`` ``n_threads=threads`` unless the config already chose one."""
+def _with_threads(estimator: Any, threads: int | None, params: Any) -> Any:
+    """Give ``estimator`` ``n_threads=threads`` unless its config ``params`` chose one (the estimator's own
+    default, e.g. LSNPC's 1, is not a choice)."""
     if estimator is None or threads is None or not hasattr(estimator, "n_threads"):
         return estimator
-    if estimator.n_threads is None:
+    if "n_threads" not in params:
         estimator.n_threads = threads
     return estimator
 
@@ -356,10 +312,11 @@ def run_group(
         spec = runs[0].classifier
         try:
             start = time.perf_counter()
-            classifier = _with_threads(make_classifier(spec, seed=task.seed, device=task.device), threads)
+            classifier = _with_threads(make_classifier(spec, seed=task.seed, device=task.device), threads,
+                                       spec.params)
             # The base classifier sees noisy labels only, validation included.
             classifier.fit(data.X["train"], data.Y_noisy["train"],
-                           X_val=data.X["val0"], Y_val=data.Y_noisy["val0"])
+                           X_val=data.X["val0"], y_val=data.Y_noisy["val0"])
             classifier_s = time.perf_counter() - start
             probs = {part: classifier.predict_proba(data.X[part]) for part in ("train", "val0", "val1", "test")}
         except Exception:

@@ -1,0 +1,24 @@
+"""What a CNN-based base model and LSNPC's correction look at: GradCAM maps and the paper's figure 5.
+
+- :func:`classifier_cams`: GradCAM of a base classifier over a CNN (e.g. MLP_r over ResNet-50).
+- :func:`corrected_cams`: GradCAM of LSNPC's corrected probabilities, when LSNPC's data encoder is a
+  (fine-tuned) copy of that CNN (``LSNPC(encoder=...)``), with the Monte-Carlo draws fixed by a seed.
+- :func:`gradcam_figure`: image, base-model map and LSNPC map side by side, saved atomically.
+- :func:`grad_cam`: the method itself for any score function and layer; :func:`resnet_backbone`:
+  a torchvision ResNet as one module over images.
+
+This package imports the corrector and torch; nothing in lsnpc imports it except the command line
+and the experiments.
+"""
+
+from .figure import gradcam_figure
+from .gradcam import classifier_cams, corrected_cams, corrected_probabilities, grad_cam, resnet_backbone
+
+__all__ = [
+    "classifier_cams",
+    "corrected_cams",
+    "corrected_probabilities",
+    "grad_cam",
+    "gradcam_figure",
+    "resnet_backbone",
+]

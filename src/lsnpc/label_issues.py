@@ -1,0 +1,100 @@
+"""Label issues and corrected training labels for multilabel data, from LSNPC (beyond the paper).
+
+cleanlab's inputs — the given ``labels`` and a model's ``pred_probs`` on the same rows — plus the
+``features``: an LSNPC corrector is fitted on (features, pred_probs), and the posterior of the true
+labels given the observed ones, p(y | x, ŷ = labels), says which labels look wrong and what they should
+be (:mod:`lsnpc.corrector.label_posterior`). Use out-of-fold probabilities::
+
+    from lsnpc import MLPClassifier, cross_val_pred_probs, find_label_issues, correct_labels
+    P = cross_val_pred_probs(MLPClassifier(random_state=0), X, Y, random_state=0)
+    issues = find_label_issues(Y, P, features=X)          # (n, L) bool
+    Y_fixed = correct_labels(Y, P, features=X)            # (n, L) 0/1
+
+Each function fits its own corrector; to get all three from one fit, fit :class:`lsnpc.LSNPC` once and
+call its methods of the same names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._validation import check_multilabel, check_probabilities, check_same_n_samples
+from .corrector import LSNPC
+
+__all__ = ["label_quality_scores", "find_label_issues", "correct_labels", "fit_corrector"]
+
+_FIT_ARGUMENTS = ("X_clean", "y_clean", "pred_probs_clean", "X_val", "y_val", "pred_probs_val")
+
+
+def fit_corrector(labels: Any, pred_probs: Any, *, features: Any, **params: Any) -> tuple[LSNPC, np.ndarray]:
+    """Check the inputs and fit the LSNPC corrector the three functions use.
+
+    Returns (the fitted corrector, the given labels as an (n, L) 0/1 matrix). ``params``: LSNPC's
+    constructor parameters (``random_state`` defaults to 0 here, so results repeat) and its fit-time
+    sets (``X_clean``/``y_clean``/``pred_probs_clean``, ``X_val``/``y_val``/``pred_probs_val``).
+    """
+    P = check_probabilities(pred_probs, "pred_probs", min_samples=2)
+    given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2)
+    check_same_n_samples(labels=given, pred_probs=P)
+    if features is None:
+        raise ValueError("features is required: the rows' features X, shape (n, d)")
+    check_same_n_samples(labels=given, features=np.asarray(features))
+    fit_args = {name: params.pop(name) for name in _FIT_ARGUMENTS if name in params}
+    params.setdefault("random_state", 0)
+    try:
+        corrector = LSNPC(**params)
+    except TypeError as exc:
+        raise ValueError(f"unknown LSNPC parameter: {exc}") from exc
+    return corrector.fit(features, P, **fit_args), given
+
+
+def label_quality_scores(labels: Any, pred_probs: Any, *, features: Any, **params: Any) -> np.ndarray:
+    """How likely each given label is right, from the posterior p(y | x, ŷ = labels).
+
+    Parameters
+    ----------
+    labels : (n, L) 0/1 array, or a list of n lists of class indices (cleanlab's format)
+        The given (possibly wrong) labels.
+    pred_probs : (n, L) array in [0, 1]
+        A model's probabilities on the same rows, best out-of-fold (:func:`lsnpc.cross_val_pred_probs`).
+    features : (n, d) array
+        The rows' features X.
+    **params
+        Passed to :class:`lsnpc.LSNPC` (e.g. ``random_state``, ``device``, ``epochs``) or to its fit
+        (``X_val``, ``y_val``, ``pred_probs_val``; ``X_clean``, ...).
+
+    Returns
+    -------
+    ndarray (n, L) float64 in [0, 1]: entry (i, k) is the probability that the given label k of row i is
+    right; low = likely wrong.
+
+    Examples
+    --------
+    >>> scores = label_quality_scores(Y, P, features=X)            # doctest: +SKIP
+    >>> worst = np.dstack(np.unravel_index(np.argsort(scores, axis=None), scores.shape))[0][:10]  # doctest: +SKIP
+    """
+    corrector, given = fit_corrector(labels, pred_probs, features=features, **params)
+    return corrector.label_quality_scores(features, given, pred_probs)
+
+
+def find_label_issues(labels: Any, pred_probs: Any, *, features: Any, **params: Any) -> np.ndarray:
+    """(n, L) bool: True where the given label looks wrong — the entries :func:`correct_labels` changes.
+
+    Same arguments as :func:`label_quality_scores`. A wrong positive and the missing positive it most
+    likely replaced are flagged together.
+    """
+    corrector, given = fit_corrector(labels, pred_probs, features=features, **params)
+    return corrector.find_label_issues(features, given, pred_probs)
+
+
+def correct_labels(labels: Any, pred_probs: Any, *, features: Any, **params: Any) -> np.ndarray:
+    """(n, L) 0/1 int64: the suggested labels.
+
+    Same arguments as :func:`label_quality_scores`. Each given positive is replaced by the label it most
+    likely came from under the estimated noise (itself when it looks right), so a row keeps its number of
+    positives; rows keep their place, so the result can replace the given labels for training.
+    """
+    corrector, given = fit_corrector(labels, pred_probs, features=features, **params)
+    return corrector.correct_labels(features, given, pred_probs)

@@ -1,0 +1,285 @@
+"""Saving and loading LSNPC: nothing a user owns is replaced or deleted, damaged models are refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lsnpc import LSNPC
+from lsnpc.corrector.guard import GuardDecision
+
+from tests.test_corrector import FAST, fitted, problem  # noqa: F401 - the fixtures, shared
+
+REPO = Path(__file__).resolve().parents[1]
+TEST = slice(350, None)  # rows neither fitted nor validated on
+
+
+def _rewrite_config(target: Path, edit) -> None:
+    """Edit a saved config and give it a matching checksum (a deliberate edit, not damage)."""
+    config = json.loads((target / "config.json").read_text())
+    edit(config)
+    body = {k: v for k, v in config.items() if k != "config_sha256"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    config["config_sha256"] = hashlib.sha256(canonical).hexdigest()
+    (target / "config.json").write_text(json.dumps(config))
+
+
+# ----------------------------------------------------------------------------- save
+
+
+def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.ndarray], tmp_path: Path) -> None:
+    X, P = problem["X"][TEST], problem["P"][TEST]
+    target = tmp_path / "model"
+    old = os.umask(0o022)
+    try:
+        fitted.save(target)
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors", "student.safetensors"]
+    assert {stat.S_IMODE(p.stat().st_mode) for p in target.iterdir()} == {0o644}
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    config = json.loads((target / "config.json").read_text())
+    assert config["format"] == "lsnpc" and config["format_version"] == 2
+    assert config["weights"]["sha256"] == hashlib.sha256((target / "model.safetensors").read_bytes()).hexdigest()
+    loaded = LSNPC.load(target)
+    np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
+    assert loaded.selection_ == fitted.selection_ and loaded.best_epoch_ == fitted.best_epoch_
+    assert loaded.guard_ == fitted.guard_ and isinstance(loaded.guard_, GuardDecision)
+    assert loaded.get_params() == {**fitted.get_params(), "device": "cpu"}
+
+
+def test_save_never_replaces_what_it_did_not_write(fitted: LSNPC, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "data.csv").write_text("precious")
+    (project / "src" / "code.py").write_text("print()")
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match="not a saved LSNPC model"):
+            fitted.save(project, overwrite=overwrite)
+    assert (project / "data.csv").read_text() == "precious" and (project / "src" / "code.py").exists()
+
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a folder"):
+        fitted.save(tmp_path / "file", overwrite=True)
+    assert (tmp_path / "file").read_text() == "mine"
+
+    monkeypatch.chdir(project)
+    for here in (".", "..", str(project)):
+        with pytest.raises(FileExistsError, match="current folder"):
+            fitted.save(here, overwrite=True)
+    assert sorted(p.name for p in project.iterdir()) == ["data.csv", "src"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "project"]
+
+
+def test_a_saved_model_is_replaced_only_when_asked(fitted: LSNPC, problem: dict[str, np.ndarray],
+                                                   tmp_path: Path) -> None:
+    target = tmp_path / "model"
+    fitted.save(target)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        fitted.save(target)
+    other = LSNPC(random_state=1, **FAST).fit(problem["X"][:100], problem["P"][:100])
+    other.save(target, overwrite=True)
+    assert LSNPC.load(target).predict_seed_ == other.predict_seed_
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"], "no temporary folders left behind"
+    (target / "notes.txt").write_text("my notes")  # a user's file inside a model folder
+    with pytest.raises(FileExistsError, match="notes.txt"):
+        fitted.save(target, overwrite=True)
+    assert (target / "notes.txt").read_text() == "my notes"
+    empty = tmp_path / "empty"
+    empty.mkdir()  # `mkdir model && lsnpc fit --out model`: nothing is lost
+    fitted.save(empty)
+    assert LSNPC.load(empty).predict_seed_ == fitted.predict_seed_
+
+
+_KILLED_SAVE = """
+import sys, time
+from lsnpc._io import atomic_directory
+with atomic_directory(sys.argv[1], owned=("config.json", "model.safetensors")) as tmp:
+    (tmp / "model.safetensors").write_bytes(b"x" * 1000)
+    print(tmp, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_killed_save_leaves_nothing_forever(fitted: LSNPC, tmp_path: Path) -> None:
+    target = tmp_path / "model"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_SAVE, str(target)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    partial = Path(proc.stdout.readline().strip())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    assert partial.is_dir() and partial.name.startswith(".model.")
+    # a folder that merely looks like a leftover, but holds a user's file, is left alone
+    lookalike = tmp_path / ".model.lsnpc-partial-abc"
+    lookalike.mkdir()
+    (lookalike / "mine.txt").write_text("keep")
+    fitted.save(target)
+    assert not partial.exists()
+    assert (lookalike / "mine.txt").read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.lsnpc-partial-abc", "model"]
+
+
+# ----------------------------------------------------------------------------- load
+
+
+@pytest.fixture
+def saved(fitted: LSNPC, tmp_path: Path) -> Path:
+    target = tmp_path / "model"
+    fitted.save(target)
+    return target
+
+
+def test_damaged_weights_are_refused(saved: Path) -> None:
+    weights = saved / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    rng = np.random.default_rng(0)
+    for i in rng.choice(np.arange(len(data) // 2, len(data)), 200, replace=False):  # tensor data, not header
+        data[i] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="damaged: its SHA-256 does not match"):
+        LSNPC.load(saved)
+    weights.write_bytes(bytes(data[:100]))
+    with pytest.raises(ValueError, match="damaged"):
+        LSNPC.load(saved)
+    weights.unlink()
+    with pytest.raises(ValueError, match="has no model.safetensors"):
+        LSNPC.load(saved)
+
+
+def test_edited_config_is_refused(saved: Path) -> None:
+    config = json.loads((saved / "config.json").read_text())
+    config["params"]["nu"] = 5.0
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="does not match its config_sha256"):
+        LSNPC.load(saved)
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda c: c["fitted"]["guard_"].update(blend=5.0), "corrupt guard decision: guard_.blend"),
+        (lambda c: c["fitted"].pop("n_labels_"), "fitted fields n_labels_ are missing"),
+        (lambda c: c["fitted"].update(n_labels_="4"), "n_labels_ must be a positive integer"),
+        (lambda c: c["fitted"].update(best_epoch_=99), "best_epoch_ must be an integer in"),
+        (lambda c: c["fitted"].update(input_shape_=[9]), "input_shape_ must be a shape of n_features_in_"),
+        (lambda c: c["fitted"].update(history_="x"), "history_ must be a list"),
+        (lambda c: c["fitted"].update(n_labels_=5), "does not match the model"),
+        (lambda c: c["fitted"].update(data_dim_=7), "data_dim_ = 7 but hidden_dim = 32"),
+        (lambda c: c["params"].update(nu=5.0), "with nu=2.01, but config.json says nu=5.0: the files do not belong"),
+        (lambda c: c["params"].update(latent="gauss"), "latent='student', but config.json says latent='gauss'"),
+        (lambda c: c["params"].update(latent="cauchy"), "damaged: parameter latent must be one of"),
+        (lambda c: c["params"].update(guard="maybe"), "guard must be True or False"),
+        (lambda c: c["params"].update(nosuch=1), "parameters this lsnpc does not know: nosuch"),
+        (lambda c: c.pop("weights"), "missing 'weights'"),
+        (lambda c: c.update(encoder="other"), "'encoder' must be 'user' or 'builtin'"),
+    ],
+)
+def test_inconsistent_config_is_refused(saved: Path, edit, match: str) -> None:
+    _rewrite_config(saved, edit)
+    with pytest.raises(ValueError, match=match):
+        LSNPC.load(saved)
+
+
+def test_non_finite_weights_are_refused(fitted: LSNPC, saved: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(str(saved / "model.safetensors"))
+    name = next(k for k, v in state.items() if v.is_floating_point() and v.numel() > 1)
+    state[name][0] = float("nan")
+    save_file(state, str(saved / "model.safetensors"), metadata={"format": "lsnpc"})
+    digest = hashlib.sha256((saved / "model.safetensors").read_bytes()).hexdigest()
+    _rewrite_config(saved, lambda c: c["weights"].update(sha256=digest))
+    with pytest.raises(ValueError, match="non-finite values in " + name):
+        LSNPC.load(saved)
+
+
+def test_format_version_1_loads_with_a_warning(fitted: LSNPC, problem: dict[str, np.ndarray], saved: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    # version 1: no checksums, no model description in the weights' metadata
+    weights = str(saved / "model.safetensors")
+    save_file(load_file(weights), weights, metadata={"format": "lsnpc"})
+    config = json.loads((saved / "config.json").read_text())
+    config["format_version"] = 1
+    del config["weights"], config["config_sha256"]
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.warns(UserWarning, match="format version 1"):
+        loaded = LSNPC.load(saved)
+    X, P = problem["X"][TEST], problem["P"][TEST]
+    np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
+    config["params"]["nu"] = 5.0  # without checksums, the weights' own constants still catch an edit
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="holds nu=2.01, but config.json says nu=5"), pytest.warns(UserWarning):
+        LSNPC.load(saved)
+
+
+def test_corrupt_and_foreign_configs_are_refused(saved: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a saved LSNPC"):
+        LSNPC.load(tmp_path / "missing")
+    (saved / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        LSNPC.load(saved)
+    (saved / "config.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(ValueError, match="not an LSNPC config"):
+        LSNPC.load(saved)
+    (saved / "config.json").write_text(json.dumps({"format": "lsnpc", "format_version": 99}))
+    with pytest.raises(ValueError, match="format_version"):
+        LSNPC.load(saved)
+
+
+def test_save_load_with_user_encoder(problem: dict[str, np.ndarray], tmp_path: Path) -> None:
+    X, P = problem["X"], problem["P"]
+    encoder = torch.nn.Sequential(torch.nn.Linear(8, 12), torch.nn.ReLU())
+    model = LSNPC(encoder=encoder, random_state=0, **FAST).fit(X[:150], P[:150])
+    model.save(tmp_path / "m")
+    with pytest.raises(ValueError, match="pass encoder="):
+        LSNPC.load(tmp_path / "m")
+    fresh = torch.nn.Sequential(torch.nn.Linear(8, 12), torch.nn.ReLU())
+    loaded = LSNPC.load(tmp_path / "m", encoder=fresh)
+    np.testing.assert_array_equal(loaded.predict_proba(X[:20], P[:20]), model.predict_proba(X[:20], P[:20]))
+    with pytest.raises(ValueError, match="does not match the model"):
+        LSNPC.load(tmp_path / "m", encoder=torch.nn.Sequential(torch.nn.Linear(8, 13), torch.nn.ReLU()))
+
+
+# ----------------------------------------------------------------------------- predict on far-out X
+
+
+def test_far_out_features_warn_and_never_give_non_finite_probabilities(
+    fitted: LSNPC, problem: dict[str, np.ndarray]
+) -> None:
+    X, P = problem["X"][350:360].copy(), problem["P"][350:360]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted.predict_proba(X, P)  # ordinary data: no warning
+    X[3, 2] = 1e10
+    with pytest.warns(UserWarning, match="row 3, feature 2 is .* training standard deviations"):
+        fitted.predict_proba(X, P)
+    X = X.astype(np.float64)
+    X[3, 2] = 1e39
+    with pytest.raises(ValueError, match="X contains NaN or infinite values"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's own overflow warning of the cast
+        fitted.predict_proba(X, P)
+
+
+def test_predict_proba_raises_instead_of_returning_non_finite(fitted: LSNPC, problem: dict[str, np.ndarray]) -> None:
+    import copy
+
+    broken = copy.deepcopy(fitted)
+    broken.guard_ = GuardDecision.skipped("the pure correction, to see it")
+    with torch.no_grad():
+        next(broken.model_.label_decoder.parameters()).fill_(float("nan"))
+    with pytest.raises(ValueError, match="non-finite probabilities for 50 of 50 rows"):
+        broken.predict_proba(problem["X"][TEST], problem["P"][TEST])

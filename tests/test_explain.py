@@ -1,0 +1,208 @@
+"""lsnpc.explain: GradCAM of a base model over a CNN and of LSNPC's correction, and the figure 5 report figure.
+
+A random-weight ResNet-50 (torchvision, weights=None) on a dozen generated 128 × 128 pictures (coloured
+squares; label k = "a square of colour k is present"); layer4's map is then 4 × 4.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from lsnpc import LSNPC, MLPClassifier
+from lsnpc._torch import seeded
+from lsnpc._validation import NotFittedError
+from lsnpc.corrector.guard import GuardDecision
+from lsnpc.explain import (
+    classifier_cams,
+    corrected_cams,
+    corrected_probabilities,
+    grad_cam,
+    gradcam_figure,
+    resnet_backbone,
+)
+
+torchvision = pytest.importorskip("torchvision")
+
+SIDE = 128
+COLOURS = np.array([[230, 30, 30], [30, 200, 30], [40, 60, 230]], dtype=np.uint8)
+MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+
+
+def _pictures(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(n, SIDE, SIDE, 3) uint8 pictures on a grey background and their (n, 3) labels."""
+    pictures = np.full((n, SIDE, SIDE, 3), 128, dtype=np.uint8)
+    labels = rng.integers(0, 2, size=(n, len(COLOURS)))
+    labels[labels.sum(1) == 0, 0] = 1
+    for i in range(n):
+        for k in np.flatnonzero(labels[i]):
+            top, left = rng.integers(0, SIDE - 40, size=2)
+            pictures[i, top : top + 40, left : left + 40] = COLOURS[k]
+    return pictures, labels
+
+
+def _network_input(pictures: np.ndarray) -> np.ndarray:
+    return ((pictures / 255.0 - MEAN) / STD).transpose(0, 3, 1, 2).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def setting():
+    rng = np.random.default_rng(0)
+    pictures, labels = _pictures(12, rng)
+    x = _network_input(pictures)
+    with seeded(0):
+        backbone = resnet_backbone(torchvision.models.resnet50(weights=None)).eval()
+    with torch.no_grad():
+        features = backbone(torch.as_tensor(x)).numpy()
+    base = MLPClassifier(hidden_dims=(), epochs=5, random_state=0).fit(features, labels)
+    probs = base.predict_proba(features)
+    # LSNPC's data encoder is a copy of the base model's CNN (and its standardisation), as in the paper
+    encoder = nn.Sequential(backbone, base.trunk_)
+    corrector = LSNPC(encoder=encoder, epochs=1, batch_size=6, guard=False, random_state=0).fit(x, probs)
+    return {"pictures": pictures, "x": x, "labels": labels, "backbone": backbone, "base": base,
+            "probs": probs, "corrector": corrector}
+
+
+def _assert_normalised(maps: np.ndarray) -> None:
+    assert maps.dtype == np.float32
+    assert maps.min() >= 0.0 and maps.max() <= 1.0
+    peaks = maps.max(axis=(2, 3))
+    assert np.all(np.isclose(peaks, 1.0) | (peaks == 0.0))
+    assert np.isclose(peaks, 1.0).mean() > 0.5  # most maps are not empty
+
+
+def test_base_model_maps_have_the_image_shape_and_are_normalised(setting) -> None:
+    maps = classifier_cams(setting["base"], setting["backbone"], setting["x"][:4], [0, 1, 2])
+    assert maps.shape == (4, 3, SIDE, SIDE)
+    _assert_normalised(maps)
+
+
+def test_maps_change_with_the_target_label(setting) -> None:
+    maps = classifier_cams(setting["base"], setting["backbone"], setting["x"][:4], [0, 1, 2])
+    assert not np.allclose(maps[:, 0], maps[:, 1], atol=1e-3)
+    assert not np.allclose(maps[:, 1], maps[:, 2], atol=1e-3)
+
+
+def test_a_frozen_backbone_still_gives_maps(setting) -> None:
+    frozen = copy.deepcopy(setting["backbone"]).requires_grad_(False)
+    maps = classifier_cams(setting["base"], frozen, setting["x"][:2], 1)
+    expected = classifier_cams(setting["base"], setting["backbone"], setting["x"][:2], 1)
+    np.testing.assert_allclose(maps, expected, atol=1e-5)
+
+
+def test_corrected_maps_are_normalised_seeded_and_differ_from_the_base_maps(setting) -> None:
+    x, probs = setting["x"][:4], setting["probs"][:4]
+    corrected = corrected_cams(setting["corrector"], x, probs, [0, 1, 2], layer="0.layer4", seed=3)
+    assert corrected.shape == (4, 3, SIDE, SIDE)
+    _assert_normalised(corrected)
+    again = corrected_cams(setting["corrector"], x, probs, [0, 1, 2], layer="0.layer4", seed=3)
+    np.testing.assert_array_equal(corrected, again)
+    base = classifier_cams(setting["base"], setting["backbone"], x, [0, 1, 2])
+    assert np.abs(corrected - base).mean() > 0.05
+
+
+def test_the_differentiated_correction_is_the_models_correction_with_the_same_draws(setting) -> None:
+    corrector = setting["corrector"]
+    x, probs = setting["x"][:5], setting["probs"][:5]
+    ours = corrected_probabilities(corrector, x, probs, seed=11, n_samples=4)
+    with seeded(11):
+        reference = corrector.model_.correct(torch.as_tensor(x), torch.as_tensor(probs), 4).numpy()
+    np.testing.assert_allclose(ours, reference, atol=1e-5)
+
+
+def test_grad_cam_on_any_network_and_layer() -> None:
+    with seeded(1):
+        net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                            nn.Linear(8, 2))
+    images = np.random.default_rng(1).normal(size=(3, 3, 16, 16)).astype(np.float32)
+    maps = grad_cam(lambda x: torch.sigmoid(net(x)), net[1], images, [0, 1])
+    assert maps.shape == (3, 2, 16, 16)
+    assert maps.min() >= 0 and maps.max() <= 1
+
+
+def test_the_guard_falling_back_to_the_base_model_is_said(setting) -> None:
+    corrector = copy.copy(setting["corrector"])
+    corrector.guard_ = GuardDecision(applied=True, blend=0.0)
+    with pytest.warns(UserWarning, match="guard hands back the base model"):
+        corrected_cams(corrector, setting["x"][:1], setting["probs"][:1], 0, layer="0.layer4")
+
+
+def test_bad_inputs_are_refused_naming_the_argument(setting) -> None:
+    base, backbone, corrector = setting["base"], setting["backbone"], setting["corrector"]
+    x, probs = setting["x"][:2], setting["probs"][:2]
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 3\)"):
+        classifier_cams(base, backbone, x, [3])
+    with pytest.raises(ValueError, match="labels must be a label index"):
+        classifier_cams(base, backbone, x, [])
+    with pytest.raises(ValueError, match="layer must name a submodule"):
+        classifier_cams(base, backbone, x, 0, layer="layer9")
+    with pytest.raises(ValueError, match="layer must output a feature map"):
+        classifier_cams(base, backbone, x, 0, layer="flatten")
+    with pytest.raises(ValueError, match="images must be a 4-d array"):
+        classifier_cams(base, backbone, x[0], 0)
+    with pytest.raises(ValueError, match="classifier must be"):
+        classifier_cams("mlp", backbone, x, 0)
+    with pytest.raises(ValueError, match="pred_probs must have shape"):
+        corrected_cams(corrector, x, probs[:1], 0, layer="0.layer4")
+    with pytest.raises(ValueError, match="images must have per-image shape"):
+        corrected_cams(corrector, x[:, :, :64, :64], probs, 0, layer="0.layer4")
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        corrected_cams(corrector, x, probs, 0, layer="0.layer4", seed=-1)
+    with pytest.raises(ValueError, match="n_samples must be >= 1"):
+        corrected_probabilities(corrector, x, probs, n_samples=0)
+    with pytest.raises(ValueError, match="corrector must be a fitted LSNPC"):
+        corrected_cams(base, x, probs, 0)
+    with pytest.raises(NotFittedError):
+        corrected_cams(LSNPC(encoder=backbone), x, probs, 0)
+    features = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
+    own_encoder = LSNPC(epochs=1, random_state=0).fit(features, np.full((20, 3), 0.5, dtype=np.float32))
+    with pytest.raises(ValueError, match="fitted without encoder="):
+        corrected_cams(own_encoder, x, probs, 0)
+
+
+def test_the_figure_is_written_atomically_and_never_over_a_users_file(setting, tmp_path: Path) -> None:
+    x, probs, pictures = setting["x"][:2], setting["probs"][:2], setting["pictures"][:2]
+    base = classifier_cams(setting["base"], setting["backbone"], x, [0, 2])
+    corrected = corrected_cams(setting["corrector"], x, probs, [0, 2], layer="0.layer4")
+    p_corrected = corrected_probabilities(setting["corrector"], x, probs)
+    path = tmp_path / "figure5.png"
+    out = gradcam_figure(path, pictures, base, corrected, ["red", "blue"], base_probs=probs[:, [0, 2]],
+                         corrected_probs=p_corrected[:, [0, 2]], true_labels=setting["labels"][:2, [0, 2]])
+    assert out == path and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figure5.png"]  # no temporary file left
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        gradcam_figure(path, pictures, base, corrected, ["red", "blue"])
+    gradcam_figure(path, pictures, base, corrected, ["red", "blue"], overwrite=True)
+    pdf = gradcam_figure(tmp_path / "figure5.pdf", pictures / 255.0, base, corrected, ["red", "blue"])
+    assert pdf.read_bytes()[:4] == b"%PDF"
+
+
+def test_the_figure_refuses_inputs_that_do_not_fit(setting, tmp_path: Path) -> None:
+    pictures = setting["pictures"][:2]
+    maps = np.zeros((2, 1, SIDE, SIDE), dtype=np.float32)
+    with pytest.raises(ValueError, match="path must end in"):
+        gradcam_figure(tmp_path / "f.txt", pictures, maps, maps, ["red"])
+    with pytest.raises(ValueError, match="corrected_maps must have shape"):
+        gradcam_figure(tmp_path / "f.png", pictures, maps, maps[:1], ["red"])
+    with pytest.raises(ValueError, match="images must be"):
+        gradcam_figure(tmp_path / "f.png", pictures[:, :64], maps, maps, ["red"])
+    with pytest.raises(ValueError, match="images must be uint8 or floats in"):
+        gradcam_figure(tmp_path / "f.png", pictures.astype(np.float32), maps, maps, ["red"])
+    with pytest.raises(ValueError, match="label_names must be 1 strings"):
+        gradcam_figure(tmp_path / "f.png", pictures, maps, maps, ["red", "blue"])
+    with pytest.raises(ValueError, match="base_maps must hold maps in"):
+        gradcam_figure(tmp_path / "f.png", pictures, maps + 2, maps, ["red"])
+    assert not list(tmp_path.iterdir())
+
+
+def test_nothing_in_lsnpc_imports_explain_but_the_cli_and_the_experiments() -> None:
+    from tests.test_import_graph import import_graph
+
+    importers = {m for m, targets in import_graph().items() if any(t.startswith("lsnpc.explain") for t in targets)}
+    allowed = {m for m in importers if m == "lsnpc.cli" or m.startswith(("lsnpc.experiments", "lsnpc.explain"))}
+    assert importers == allowed

@@ -1,0 +1,185 @@
+"""Label issues and corrected labels (lsnpc.label_issues, lsnpc.corrector.label_posterior) and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from lsnpc import LSNPC, MLPClassifier, correct_labels, cross_val_pred_probs, find_label_issues, label_quality_scores
+from lsnpc._validation import check_multilabel
+from lsnpc.corrector.label_posterior import anchor_transition, swap_posterior, swap_relabel
+from lsnpc.data import load_dataset
+from lsnpc.label_issues import fit_corrector
+from lsnpc.noise import simulate_noise, transition_matrix
+from tests.conftest import make_toy_multilabel
+
+REPO = Path(__file__).resolve().parents[1]
+FAST = {"epochs": 3, "warm_start": False, "n_threads": 1}
+
+
+# ----------------------------------------------------------------------------- label formats
+
+
+def test_index_lists_and_multi_hot_give_the_same_matrix() -> None:
+    Y = np.array([[1, 0, 1], [0, 0, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(check_multilabel([[0, 2], [], [1]], "labels", n_labels=3), Y)
+    np.testing.assert_array_equal(check_multilabel(Y.tolist(), "labels", n_labels=3), Y)
+    np.testing.assert_array_equal(check_multilabel(Y.astype(bool), "labels", n_labels=3), Y)
+
+
+@pytest.mark.parametrize(
+    ("labels", "n_labels", "message"),
+    [
+        ([[0, 3]], 3, "labels[0] holds class index 3, outside 0..2"),
+        ([[1], [-1]], 3, "labels[1] holds class index -1"),
+        ([[0.5]], 3, "integer class indices"),
+        ([[0, 2], [1]], None, "needs the number of labels"),
+        (np.array([[0, 2]]), 2, "only 0/1 labels"),
+        (np.ones((2, 4)), 3, "4 label columns, but pred_probs has 3"),
+    ],
+)
+def test_bad_labels_are_named(labels, n_labels, message) -> None:
+    with pytest.raises(ValueError, match="labels") as info:
+        check_multilabel(labels, "labels", n_labels=n_labels)
+    assert message in str(info.value)
+
+
+# ----------------------------------------------------------------------------- the swap channel
+
+
+def test_identity_channel_trusts_every_given_label() -> None:
+    given = np.array([[1, 0, 0], [0, 1, 1]])
+    prior = np.full(given.shape, 0.5)
+    np.testing.assert_allclose(swap_posterior(given, prior, np.eye(3)), given)
+
+
+def test_swap_posterior_by_hand() -> None:
+    # one row, given positive 0; true source 0 or 1 (T[1, 0] = 0.4), label 2 cannot produce 0
+    T = np.array([[0.6, 0.4, 0.0], [0.4, 0.6, 0.0], [0.0, 0.0, 1.0]])
+    prior = np.array([[0.5, 0.8, 0.3]])  # odds 1, 4, 3/7
+    post = swap_posterior(np.array([[1, 0, 0]]), prior, T)
+    stay = 0.6 * 1 / (0.6 * 1 + 0.4 * 4)
+    np.testing.assert_allclose(post, [[stay, 1 - stay, 0.0]], atol=1e-9)
+    # the most likely source of the given positive is label 1: the correction moves it there
+    np.testing.assert_array_equal(swap_relabel(np.array([[1, 0, 0]]), prior, T), [[0, 1, 0]])
+
+
+def test_anchor_transition_recovers_a_pairflip_matrix() -> None:
+    rng = np.random.default_rng(0)
+    T = transition_matrix("pairflip", 0.3, 4)
+    true = np.eye(4)[rng.integers(0, 4, 2000)]  # one label per row: every row is an anchor of its class
+    P = np.clip(true @ T + rng.normal(0, 0.02, true.shape), 0, 1)
+    np.testing.assert_allclose(anchor_transition(P), T, atol=0.05)
+
+
+# ----------------------------------------------------------------------------- end to end on real data
+
+
+@pytest.fixture(scope="module")
+def scene_noisy(shared_data: Path) -> dict[str, np.ndarray]:
+    train = load_dataset("scene", "train", data_home=shared_data)
+    X, Y = np.asarray(train.X, np.float32), np.asarray(train.Y)
+    Yn, _ = simulate_noise(Y, "symmetric", 0.3, random_state=0)
+    P = cross_val_pred_probs(MLPClassifier(epochs=15, n_threads=1, random_state=0), X, Yn, random_state=0)
+    return {"X": X, "Y": Y, "Yn": Yn, "P": P}
+
+
+def test_scores_find_flipped_entries_on_scene(scene_noisy) -> None:
+    X, Y, Yn, P = (scene_noisy[k] for k in ("X", "Y", "Yn", "P"))
+    corrector, given = fit_corrector(Yn, P, features=X, n_threads=1)
+    scores = corrector.label_quality_scores(X, Yn, P)
+    assert scores.shape == Yn.shape and scores.min() >= 0 and scores.max() <= 1
+    flipped = Yn != Y
+    assert roc_auc_score(flipped.ravel(), -scores.ravel()) > 0.88  # chance is 0.5
+
+    suggested = corrector.correct_labels(X, Yn, P)
+    issues = corrector.find_label_issues(X, Yn, P)
+    np.testing.assert_array_equal(issues, suggested != Yn)
+    # a positive moves to its source: rows keep their count unless two positives share one source
+    assert (suggested.sum(1) <= Yn.sum(1)).all() and (suggested.sum(1) == Yn.sum(1)).mean() > 0.98
+    assert (issues & flipped).sum() > 0.6 * issues.sum()  # most flags are real flips
+    assert (suggested != Y).sum() < 0.85 * flipped.sum()  # fewer wrong entries than given
+
+    lists = [list(np.flatnonzero(row)) for row in Yn]
+    np.testing.assert_array_equal(corrector.label_quality_scores(X, lists, P), scores)
+
+
+def test_functions_equal_the_methods_of_one_fit(scene_noisy) -> None:
+    X, Yn, P = (scene_noisy[k][:400] for k in ("X", "Yn", "P"))
+    corrector = LSNPC(random_state=3, **FAST).fit(X, P)
+    np.testing.assert_array_equal(label_quality_scores(Yn, P, features=X, random_state=3, **FAST),
+                                  corrector.label_quality_scores(X, Yn, P))
+    np.testing.assert_array_equal(correct_labels(Yn, P, features=X, random_state=3, **FAST),
+                                  corrector.correct_labels(X, Yn, P))
+    issues = find_label_issues(Yn, P, features=X, random_state=3, **FAST)
+    assert issues.dtype == bool and issues.shape == Yn.shape
+
+
+def test_bad_input_names_the_argument() -> None:
+    X, Y = make_toy_multilabel(60, 4, 3, seed=0)
+    P = np.clip(Y * 0.7 + 0.15, 0, 1)
+    with pytest.raises(ValueError, match="labels has 2 label columns, but pred_probs has 3"):
+        find_label_issues(Y[:, :2], P, features=X)
+    with pytest.raises(ValueError, match=r"labels\[0\] holds class index 3"):
+        find_label_issues([[3]] + [[0]] * 59, P, features=X)
+    with pytest.raises(ValueError, match="same number of samples"):
+        find_label_issues(Y[:50], P, features=X)
+    with pytest.raises(ValueError, match="features has 59"):
+        find_label_issues(Y, P, features=X[:59])
+    with pytest.raises(ValueError, match="features is required"):
+        find_label_issues(Y, P, features=None)
+    with pytest.raises(ValueError, match="pred_probs must hold probabilities"):
+        find_label_issues(Y, P + 1, features=X)
+    with pytest.raises(ValueError, match="unknown LSNPC parameter"):
+        find_label_issues(Y, P, features=X, not_a_parameter=1)
+    corrector = LSNPC(random_state=0, **FAST).fit(X, P)
+    with pytest.raises(ValueError, match="labels"):
+        corrector.correct_labels(X, Y[:10], P)
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+def lsnpc_cli(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"COLUMNS": "200", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO / "src")}
+    return subprocess.run([sys.executable, "-m", "lsnpc.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env=env)
+
+
+def test_cli_writes_a_ranked_table_and_a_summary(tmp_path: Path) -> None:
+    X, Y = make_toy_multilabel(300, 8, 4, seed=2)
+    Yn, _ = simulate_noise(Y, "symmetric", 0.3, random_state=0)
+    P = np.clip(0.6 * Y + 0.2 + np.random.default_rng(0).normal(0, 0.05, Y.shape), 0, 1)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "P.npy", P)
+    pd.DataFrame(Yn, columns=["a", "b", "c", "d"]).to_csv(tmp_path / "Y.csv", index=False)
+    args = ["label-issues", "--features", "X.npy", "--labels", "Y.csv", "--probs", "P.npy", "--out", "issues.csv",
+            "--set", "epochs=2", "--set", "warm_start=false"]
+    result = lsnpc_cli(*args, "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    table = pd.read_csv(tmp_path / "issues.csv")
+    assert list(table.columns) == ["row", "label", "given", "suggested", "score"]
+    assert summary["entries"] == len(table) > 0
+    assert summary["rows"] == table.row.nunique() and summary["n_labels"] == 4
+    assert set(table.label) <= {"a", "b", "c", "d"} and (table.given != table.suggested).all()
+    assert table.score.is_monotonic_increasing
+    assert "Traceback" not in result.stderr
+
+    again = lsnpc_cli(*args, cwd=tmp_path)  # never overwrites a file without --force
+    assert again.returncode == 1 and "--force" in again.stderr
+    text = lsnpc_cli(*args, "--force", cwd=tmp_path)
+    assert text.returncode == 0 and "label entries look wrong" in text.stdout
+    np.save(tmp_path / "P3.npy", P[:, :3])
+    bad = lsnpc_cli("label-issues", "--features", "X.npy", "--labels", "Y.csv", "--probs", "P3.npy", "--out",
+                    "other.csv", cwd=tmp_path)
+    assert bad.returncode == 1 and "--labels has 4 label columns, but --probs has 3" in " ".join(bad.stderr.split())
+    assert not (tmp_path / "other.csv").exists()
