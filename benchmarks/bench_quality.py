@@ -8,14 +8,14 @@ on them (checkpoint on clean val0 micro-F1, as the paper does for every model; t
 serves every method); then each post-processor is fitted on the training features and the base model's
 probabilities and scored on the canonical test split.
 
-Methods (LSNPC's "with clean labels" methods get the val0 triple; "noval" ones get no clean label):
-  lsnpc              LSNPC() — the default — with the val0 triple
-  lsnpc-noval        LSNPC() without any clean label
-  lsnpc-paper        LSNPC.paper(encoder=base.trunk_) with the val0 triple (the paper's recipe)
-  lsnpc-paper-noval  LSNPC.paper(encoder=base.trunk_) without clean labels
-  lsnpc-nostudent    LSNPC(student=False, guard=False): the correction alone (timing reference)
-  lsnpc-semi         LSNPC() with the val0 triple and the val1 clean set
-  lsnpc-trunk        LSNPC(encoder=base.trunk_) with the val0 triple
+Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
+  lsnpc              LSNPC(), the default
+  lsnpc-paper        LSNPC.paper(encoder=base.trunk_), the paper's recipe
+  lsnpc-noguard      LSNPC(guard=False): the student and the correction, no base model mixed in
+  lsnpc-nostudent    LSNPC(student=False): the correction alone, guarded
+  lsnpc-correction   LSNPC(student=False, guard=False): the correction alone, unguarded
+  lsnpc-trunk        LSNPC(encoder=base.trunk_)
+  lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
 
     python benchmarks/bench_quality.py --datasets scene yeast --train-sizes 500 full --seeds 0 1 2 \\
         --out results.jsonl --jobs 2
@@ -43,8 +43,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" / "data"))
-METHODS = ("lsnpc", "lsnpc-noval", "lsnpc-paper", "lsnpc-paper-noval", "lsnpc-nostudent", "lsnpc-semi",
-           "lsnpc-trunk")
+VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
+            "lsnpc-correction": dict(student=False, guard=False)}
+METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
+           "lsnpc-semi")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
@@ -53,13 +55,14 @@ NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
 def make_corrector(method: str, seed: int, trunk):
     from lsnpc import LSNPC
 
-    if method in ("lsnpc", "lsnpc-noval", "lsnpc-semi"):
+    name = method.removesuffix("-noval")
+    if name in VARIANTS:
+        return LSNPC(random_state=seed, **VARIANTS[name])
+    if name == "lsnpc-semi":
         return LSNPC(random_state=seed)
-    if method == "lsnpc-nostudent":
-        return LSNPC(random_state=seed, student=False, guard=False)
-    if method == "lsnpc-trunk":
+    if name == "lsnpc-trunk":
         return LSNPC(random_state=seed, encoder=trunk)
-    if method in ("lsnpc-paper", "lsnpc-paper-noval"):
+    if name == "lsnpc-paper":
         return LSNPC.paper(random_state=seed, encoder=trunk)
     raise ValueError(f"unknown method {method!r}")
 
@@ -131,21 +134,22 @@ def main() -> None:
                         help='training rows drawn from the canonical training split ("full": all)')
     parser.add_argument("--noise", nargs="+", default=list(NOISES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--methods", nargs="+", default=["lsnpc", "lsnpc-noval", "lsnpc-paper", "lsnpc-paper-noval"],
-                        choices=METHODS)
+    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS,
+                        help="default: lsnpc lsnpc-noval lsnpc-paper lsnpc-paper-noval (with --report: all in --out)")
     parser.add_argument("--data-home", default=str(DEFAULT_HOME))
     parser.add_argument("--text-pool", type=int, default=4000, help="texts drawn from each split of a text set")
     parser.add_argument("--feature-cache", default=None, help="feature cache folder (default: lsnpc's)")
-    parser.add_argument("--out", type=Path, default=None, help="JSON-lines results file (appended, resumed)")
+    parser.add_argument("--out", type=Path, nargs="+", default=None,
+                        help="JSON-lines results file (appended, resumed); with --report, several are merged")
     parser.add_argument("--report", action="store_true", help="only print the tables of --out")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
 
-    rows: list[dict] = []
-    if args.out is not None and args.out.exists():
-        rows = [json.loads(line) for line in args.out.read_text().splitlines()]
+    rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
+    out = None if args.out is None else args.out[0]
     if not args.report:
         args.datasets = args.datasets or ["scene"]
+        args.methods = args.methods or ["lsnpc", "lsnpc-noval", "lsnpc-paper", "lsnpc-paper-noval"]
         done = {(*_key(r), r["method"]) for r in rows}
         tasks = []
         for dataset in args.datasets:
@@ -167,23 +171,25 @@ def main() -> None:
                 fresh = [r for r in result if (*_key(r), r["method"]) not in done]
                 done.update((*_key(r), r["method"]) for r in fresh)
                 rows.extend(fresh)
-                if args.out is not None and fresh:
-                    with open(args.out, "a") as fh:
+                if out is not None and fresh:
+                    with open(out, "a") as fh:
                         fh.writelines(json.dumps(r) + "\n" for r in fresh)
                 print(f"  done {key['dataset']} n={key['size']} {key['kind']}:{key['rate']} seed {key['seed']}: "
                       + ", ".join(f"{r['method']} {100*r['micro']:.1f}/{100*r['macro']:.1f}" for r in result),
                       flush=True)
         print(f"{len(tasks)} settings in {time.perf_counter() - started:.0f} s")
-    print_tables(rows, datasets=args.datasets)
+    print_tables(rows, datasets=args.datasets, methods=args.methods)
 
 
-def print_tables(rows: list[dict], datasets: list[str] | None = None) -> None:
+def print_tables(rows: list[dict], datasets: list[str] | None = None, methods: list[str] | None = None) -> None:
     import pandas as pd
 
-    df = pd.DataFrame(rows)
+    keys = ["dataset", "size", "kind", "rate", "seed"]
+    df = pd.DataFrame(rows).drop_duplicates(subset=[*keys, "method"])
     if datasets is not None:
         df = df[df.dataset.isin(datasets)]
-    keys = ["dataset", "size", "kind", "rate", "seed"]
+    if methods is not None:
+        df = df[df.method.isin(["base", *methods])]
     base = df[df.method == "base"].set_index(keys)[["micro", "macro"]]
     df = df[df.method != "base"].merge(base.add_suffix("_base"), left_on=keys, right_index=True)
     df["d_micro"] = 100 * (df.micro - df.micro_base)
@@ -192,7 +198,7 @@ def print_tables(rows: list[dict], datasets: list[str] | None = None) -> None:
     per = df.groupby(setting + ["method"]).agg(
         base_micro=("micro_base", "mean"), base_macro=("macro_base", "mean"), d_micro=("d_micro", "mean"),
         d_macro=("d_macro", "mean"), seconds=("seconds", "mean"), seeds=("seed", "nunique")).reset_index()
-    methods = list(dict.fromkeys(per.method))
+    methods = [m for m in METHODS if m in set(per.method)]
     print("\n| data set | n | noise | base micro | base macro | "
           + " | ".join(f"{m} Δ micro / Δ macro" for m in methods) + " |")
     print("|---|---|---|---|---|" + "---|" * len(methods))
