@@ -113,31 +113,26 @@ def test_learned_nu_is_at_least_one_and_differentiable() -> None:
     assert torch.isfinite(model.shift_encoder.df.weight.grad).all()
 
 
-def test_correction_averages_monte_carlo_samples_in_one_pass() -> None:
+def test_correction_averages_its_fixed_monte_carlo_samples() -> None:
+    """eq. 9 with ŷ sampled: the S-sample correction is the mean of S one-sample corrections, sample s
+    fed ŷ_s = 1[u_s < p] (one Bernoulli draw of ŷ per Monte-Carlo sample, not one per row)."""
     model = _model("student").eval()
-    x, noisy = torch.randn(7, 3), torch.rand(7, 2)
-    torch.manual_seed(0)
-    probs = model.correct(x, noisy, n_samples=5)
-    assert probs.shape == (7, 2)
-    assert torch.all((probs >= 0) & (probs <= 1))
-    # the estimate is the mean of sigmoid(g_φ(x, z)): with one sample it is a single draw
-    torch.manual_seed(0)
-    single = model.correct(x, noisy, n_samples=1)
-    assert not torch.allclose(single, probs)
+    x, probs = torch.randn(7, 3), torch.full((7, 2), 0.5)
+    corrected = model.correct(x, probs, feed="sample")
+    assert corrected.shape == (7, 2) and torch.all((corrected > 0) & (corrected < 1))
+    single = _model("student").eval()
+    per_sample = []
+    for row in model.monte_carlo_uniforms:
+        single.monte_carlo_uniforms = row[None].clone()
+        fed = (single.monte_carlo_draws()[2] < probs).float()
+        per_sample.append(single.correct(x, fed, feed="probs"))
+    torch.testing.assert_close(corrected, torch.stack(per_sample).mean(0))
+    # the label uniforms of different samples give different ŷ for the same row
+    fed = (model.monte_carlo_draws()[2][:, None, :] < probs).float()
+    assert len({tuple(f.flatten().tolist()) for f in fed[:, 0]}) > 1
 
 
-def test_split_decoder_equals_the_concatenated_decoder() -> None:
-    model = _model("student").eval()
-    with torch.no_grad():
-        model.label_decoder.norm.running_mean.uniform_(-1, 1)
-        model.label_decoder.norm.running_var.uniform_(0.5, 2)
-    h, z = torch.randn(6, 8), torch.randn(6, 4)
-    full = model.label_logits(h, z)
-    split = model.label_decoder.data_logits(h) + model.label_decoder.latent_logits(z)
-    torch.testing.assert_close(full, split)
-
-
-@pytest.mark.parametrize("clip", [None, 0.5])
+@pytest.mark.parametrize("clip", [None, 0.5, 1e6])  # none, clipping, a bound never reached
 def test_flat_adamw_matches_torch_adamw(clip):
     """FlatAdamW's steps (with or without norm clipping) give torch.optim.AdamW's weights."""
     from lsnpc.corrector.training import FlatAdamW
@@ -189,88 +184,139 @@ def test_cosine_schedule_warms_up_then_decays_to_five_percent():
     assert learning_rate("constant", 0.3, 500, 7, 1000) == 0.3
 
 
-@pytest.mark.parametrize("family", ["student", "gauss", "learned"])
-@pytest.mark.parametrize("n_labels", [2, 6])  # fewer and more labels than latent dims (μ_κ folded or not)
-def test_folded_correction_equals_the_module_computation(family, n_labels) -> None:
-    """FoldedCorrector (BatchNorm folded, heads stacked) computes what the modules compute."""
-    from lsnpc.corrector.inference import FoldedCorrector
-    from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
-
+def _folded_test_model(family: str, n_labels: int, n_samples: int = 4) -> LatentShiftModel:
+    """A small model with non-trivial standardisation, running statistics and affine parameters."""
     torch.manual_seed(0)
     encoder = StandardizedMLPEncoder(3, 8)
     encoder.set_standardization(torch.tensor([0.5, -1.0, 2.0]), torch.tensor([2.0, 0.5, 3.0]))
-    model = LatentShiftModel(encoder, 8, n_labels, LatentConfig(family, 2.5, 3.0), latent_dim=4, label_embedding_dim=5, latent_mlp_dim=6)
-    with torch.no_grad():  # non-trivial running statistics and affine parameters everywhere
+    model = LatentShiftModel(encoder, 8, n_labels, LatentConfig(family, 2.5, 3.0), latent_dim=4,
+                             label_embedding_dim=5, latent_mlp_dim=6, n_samples=n_samples)
+    with torch.no_grad():
         for module in model.modules():
             if isinstance(module, torch.nn.BatchNorm1d):
                 module.running_mean.uniform_(-1, 1)
                 module.running_var.uniform_(0.5, 2)
                 module.weight.uniform_(0.5, 1.5)
                 module.bias.uniform_(-0.5, 0.5)
-    model.eval()
-    x, noisy = torch.randn(9, 3), torch.rand(9, n_labels)
-    torch.manual_seed(1)
-    reference = model.correct(x, noisy, n_samples=4)
-    torch.manual_seed(1)
-    folded = FoldedCorrector(model)(x, noisy, n_samples=4)
-    torch.testing.assert_close(folded, reference, rtol=1e-5, atol=1e-6)
-
-
-def _folded_toy_model(family: str = "student"):
-    from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
-
-    torch.manual_seed(0)
-    model = LatentShiftModel(StandardizedMLPEncoder(3, 8), 8, 2, LatentConfig(family, 2.5, 3.0), latent_dim=4)
+    model.draw_monte_carlo(torch.Generator().manual_seed(5))
     return model.eval()
 
 
-def test_pooled_draws_are_exactly_distributed():
-    """Large batches take their standard draws from a pool: marginally still Student-t(ν) and Normal."""
-    from lsnpc.corrector.inference import POOL_ROWS, FoldedCorrector
-
-    corrector = FoldedCorrector(_folded_toy_model())
-    shape = (5, POOL_ROWS, 4)  # more draws than the pool has rows: pooled
-    torch.manual_seed(2)
-    shifted, true = corrector._noise(shape, torch.zeros(POOL_ROWS, 8))
-    assert corrector._pools is not None and shifted.shape == true.shape == shape
-    pool_shifted, pool_true = corrector._pools
-    assert stats.kstest(pool_shifted[:, 0].numpy(), stats.t(df=2.5).cdf).pvalue > 1e-3
-    assert stats.kstest(pool_true[:, 1].numpy(), stats.norm.cdf).pvalue > 1e-3
-    # every draw is a whole row of the pool, taken uniformly (a few thousand look like the distribution)
-    rows = shifted.reshape(-1, 4)[:2000]
-    assert (rows[:300, None, :] == pool_shifted[None, :, :]).all(-1).any(-1).all()
-    assert stats.kstest(rows[:, 0].numpy(), stats.t(df=2.5).cdf).pvalue > 1e-3
-    # rows are drawn independently for ẑ and z, and differ between Monte-Carlo samples
-    assert not torch.equal(shifted[0], shifted[1])
-
-
-def test_pooled_and_direct_monte_carlo_agree_on_average():
-    """One input repeated 8192 times: the mean correction over the copies estimates E[y | x, h] — by the
-    pooled path (one big batch) and the direct path (small batches) alike."""
+@pytest.mark.parametrize("family", ["student", "gauss", "learned"])
+@pytest.mark.parametrize("n_labels", [2, 6])  # fewer and more labels than latent dims (μ_κ folded or not)
+@pytest.mark.parametrize("feed", ["probs", "sample"])
+def test_folded_correction_equals_the_module_computation(family, n_labels, feed) -> None:
+    """FoldedCorrector (BatchNorm folded, heads stacked, draws precomputed) computes what the modules compute."""
     from lsnpc.corrector.inference import FoldedCorrector
 
-    model = _folded_toy_model()
-    x, noisy = torch.randn(1, 3).expand(8192, 3), torch.rand(1, 2).expand(8192, 2)
-    torch.manual_seed(3)
-    pooled = FoldedCorrector(model)(x, noisy, 5)
-    direct = torch.cat([FoldedCorrector(model)(x[:1024], noisy[:1024], 5) for _ in range(8)])
-    assert pooled.std(0).min() > 0  # really Monte Carlo
-    torch.testing.assert_close(pooled.mean(0), direct.mean(0), atol=4 * float(direct.std(0).max()) / 90, rtol=0)
+    model = _folded_test_model(family, n_labels)
+    x, probs = torch.randn(9, 3), torch.rand(9, n_labels)
+    reference = model.correct(x, probs, feed=feed)
+    folded = FoldedCorrector(model)(x, probs, feed=feed)
+    torch.testing.assert_close(folded, reference, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["student", "learned"])
+@pytest.mark.parametrize("feed", ["probs", "sample"])
+def test_a_rows_correction_depends_only_on_the_row(family, feed) -> None:
+    """Alone, in a batch, shuffled or repeated, a row gets the same answer (common random numbers)."""
+    from lsnpc.corrector.inference import FoldedCorrector
+
+    model = _folded_test_model(family, 3, n_samples=5)
+    correct = FoldedCorrector(model)
+    x, probs = torch.randn(40, 3), torch.rand(40, 3)
+    batch = correct(x, probs, feed=feed)
+    alone = torch.cat([correct(x[i : i + 1], probs[i : i + 1], feed=feed) for i in range(40)])
+    order = torch.randperm(40, generator=torch.Generator().manual_seed(0))
+    shuffled = correct(x[order], probs[order], feed=feed)[torch.argsort(order)]
+    repeated = correct(x[:1].expand(64, 3), probs[:1].expand(64, 3), feed=feed)
+    assert float((alone - batch).abs().max()) <= 1e-5
+    assert float((shuffled - batch).abs().max()) <= 1e-5
+    assert float((repeated - batch[:1]).abs().max()) <= 1e-5
+    torch.manual_seed(123)  # no random generator is read: reseeding changes nothing
+    torch.testing.assert_close(FoldedCorrector(model)(x, probs, feed=feed), batch)
+
+
+def test_monte_carlo_draws_are_a_buffer_that_fit_redraws() -> None:
+    model = _folded_test_model("student", 2, n_samples=6)
+    assert "monte_carlo_uniforms" in model.state_dict()
+    u = model.monte_carlo_uniforms
+    assert u.shape == (6, 2 * 4 + 2) and float(u.min()) > 0 and float(u.max()) < 1
+    before = u.clone()
+    model.draw_monte_carlo(torch.Generator().manual_seed(6))
+    assert not torch.equal(before, model.monte_carlo_uniforms)
+    model.draw_monte_carlo(torch.Generator().manual_seed(5))
+    torch.testing.assert_close(before, model.monte_carlo_uniforms)
+
+
+def test_draw_transforms_give_their_distributions() -> None:
+    """Bailey's transform gives Student-t(ν); Box–Muller gives Normal(0, 1)."""
+    from lsnpc.corrector.montecarlo import normal_from_uniforms, student_t_from_uniforms
+
+    g = torch.Generator().manual_seed(0)
+    angle, radius = (torch.rand(20_000, generator=g).clamp_(1e-7, 1 - 1e-7) for _ in range(2))
+    assert stats.kstest(student_t_from_uniforms(angle, radius, 2.5).numpy(), stats.t(2.5).cdf).pvalue > 1e-3
+    assert stats.kstest(normal_from_uniforms(angle, radius).numpy(), stats.norm.cdf).pvalue > 1e-3
+
+
+def test_monte_carlo_design_is_a_latin_hypercube_of_uniforms() -> None:
+    from lsnpc.corrector.montecarlo import monte_carlo_design
+
+    u = monte_carlo_design(7, 500, torch.Generator().manual_seed(0))
+    strata = torch.sort(torch.floor(u * 7), dim=0).values
+    assert torch.equal(strata, torch.arange(7.0)[:, None].expand(7, 500))  # one value per stratum per column
+    assert stats.kstest(u.flatten().numpy(), stats.uniform.cdf).pvalue > 1e-3  # each value uniform
+    assert not torch.equal(u[:, 0].argsort(), u[:, 1].argsort())  # strata shuffled per column
+
+
+def test_expected_sigmoid_is_the_gaussian_integral() -> None:
+    """E[sigmoid(a + s Z)] against numerical integration, within the 7.3e-7 bound of the mixture."""
+    from scipy import integrate
+    from scipy.special import expit
+
+    from lsnpc.corrector.montecarlo import expected_sigmoid
+
+    rng = np.random.default_rng(0)
+    mean = np.concatenate([rng.uniform(-15, 15, 150), [0.0, 11.8, -11.8, 40.0]])
+    sd = np.concatenate([np.exp(rng.uniform(-6, 4, 150)), [0.0, 0.0, 1e-3, 30.0]])
+    exact = [integrate.quad(lambda z, a=a, s=s: expit(a + s * z) * stats.norm.pdf(z), -np.inf, np.inf,
+                            epsabs=1e-12, limit=500)[0] for a, s in zip(mean, sd)]
+    ours = expected_sigmoid(torch.tensor(mean), torch.tensor(sd**2)).numpy()
+    np.testing.assert_allclose(ours, exact, rtol=0, atol=7.5e-7)
+    single = expected_sigmoid(torch.tensor(mean, dtype=torch.float32), torch.tensor(sd**2, dtype=torch.float32))
+    np.testing.assert_allclose(single.numpy(), exact, rtol=0, atol=2e-6)
+
+
+def test_integrating_z_equals_averaging_over_its_draws() -> None:
+    """The closed-form step over z | ẑ equals many Normal draws of z pushed through g_φ (and clamped σ_κ)."""
+    model = _folded_test_model("student", 3, n_samples=2)
+    x, probs = torch.randn(4, 3), torch.rand(4, 3)
+    closed_form = model.correct(x, probs)
+    angle, radius, _ = model.monte_carlo_draws()
+    with torch.no_grad():
+        h = model.data_encoder(x)
+        loc, scale, _ = model.shift_encoder(h, model.label_encoder(probs))
+        zhat = loc + scale * model.shift_standard_draws(angle[:, None], radius[:, None])  # (S, B, m)
+        true_loc, true_scale = model.true_latent_encoder(zhat)
+        g = torch.Generator().manual_seed(0)
+        xi = torch.randn((20_000, *true_loc.shape), generator=g)
+        z = (true_loc + true_scale * xi).reshape(-1, 4)
+        logits = model.label_logits(h.expand(20_000, 2, 4, 8).reshape(-1, 8), z)
+        draws = torch.sigmoid(logits).view(20_000, 2, 4, 3).mean(1)  # average over S
+    torch.testing.assert_close(draws.mean(0), closed_form, rtol=0, atol=4 * float(draws.std(0).max()) / 140)
 
 
 def test_folded_corrector_is_a_snapshot_of_the_weights():
     """Training the model after building the corrector does not change the corrector's output."""
     from lsnpc.corrector.inference import FoldedCorrector
 
-    model = _folded_toy_model()
+    model = _folded_test_model("student", 2)
     corrector = FoldedCorrector(model)
-    x, noisy = torch.randn(6, 3), torch.rand(6, 2)
-    torch.manual_seed(4)
-    before = corrector(x, noisy, 3)
+    x, probs = torch.randn(6, 3), torch.rand(6, 2)
+    before = corrector(x, probs)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.5)
-    torch.manual_seed(4)
-    torch.testing.assert_close(corrector(x, noisy, 3), before)
-    torch.manual_seed(4)
-    assert not torch.allclose(FoldedCorrector(model)(x, noisy, 3), before)
+        model.monte_carlo_uniforms.mul_(0.5)
+    torch.testing.assert_close(corrector(x, probs), before)
+    assert not torch.allclose(FoldedCorrector(model)(x, probs), before)

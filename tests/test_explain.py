@@ -107,12 +107,20 @@ def test_corrected_maps_are_normalised_seeded_and_differ_from_the_base_maps(sett
 
 
 def test_the_differentiated_correction_is_the_models_correction_with_the_same_draws(setting) -> None:
+    """By default what predict_proba corrects (the model's own draws); with a seed, model.correct with
+    the design that seed draws."""
+    from lsnpc.corrector.montecarlo import monte_carlo_design
+
     corrector = setting["corrector"]
     x, probs = setting["x"][:5], setting["probs"][:5]
+    np.testing.assert_allclose(corrected_probabilities(corrector, x, probs), corrector._raw_correct(x, probs),
+                               atol=1e-5)
     ours = corrected_probabilities(corrector, x, probs, seed=11, n_samples=4)
-    with seeded(11):
-        reference = corrector.model_.correct(torch.as_tensor(x), torch.as_tensor(probs), 4).numpy()
+    design = monte_carlo_design(4, corrector.model_.monte_carlo_uniforms.shape[1], torch.Generator().manual_seed(11))
+    with torch.no_grad():
+        reference = corrector.model_.correct(torch.as_tensor(x), torch.as_tensor(probs), uniforms=design).numpy()
     np.testing.assert_allclose(ours, reference, atol=1e-5)
+    assert np.abs(ours - corrected_probabilities(corrector, x, probs)).max() > 0  # another design
 
 
 def test_grad_cam_on_any_network_and_layer() -> None:

@@ -141,9 +141,10 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
         ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
     verbose : bool, default False
         Print the mean loss of every epoch.
-    n_threads : int or None, default None
+    n_threads : int or None, default 1
         Torch CPU threads used during fit and predict (torch's setting is restored afterwards);
-        None leaves torch's current setting.
+        None leaves torch's current setting. One by default, as for every estimator here (the
+        README's "Threads" table: two threads run several times slower on a busy machine).
 
     Attributes
     ----------
@@ -169,7 +170,7 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
         random_state: int | np.random.Generator | None = None,
         device: str | torch.device = "cpu",
         verbose: bool = False,
-        n_threads: int | None = None,
+        n_threads: int | None = 1,
     ) -> None:
         self.beta = beta
         self.copula_rank = copula_rank

@@ -160,9 +160,11 @@ class ADDGCN(NetClassifier):
     random_state : None, int or numpy Generator
         Same value → identical ``predict_proba``; the global RNGs are never touched.
     device : str or torch.device, default "cpu"
-    n_threads : int or None, default None
+    n_threads : int or None, default 1
         torch intra-op threads while fitting / predicting (restored after); None leaves torch's
-        setting alone. One thread is much faster on a machine whose cores are busy.
+        setting alone. One thread by default: these small networks gain little from more on an idle
+        machine and run several times slower with two when other processes share the cores (the
+        README's "Threads" table); pass more for large inputs on a machine of your own.
     verbose : bool, default False
         One line per epoch on stderr.
 
@@ -212,7 +214,7 @@ class ADDGCN(NetClassifier):
         standardize: bool = True,
         random_state: int | np.random.Generator | None = None,
         device: str | torch.device = "cpu",
-        n_threads: int | None = None,
+        n_threads: int | None = 1,
         verbose: bool = False,
     ) -> None:
         self.hidden_dim = hidden_dim

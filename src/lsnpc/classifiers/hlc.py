@@ -156,7 +156,7 @@ class HLC(ADDGCN):
         beta: float = 0.5,
         random_state: int | np.random.Generator | None = None,
         device: str | torch.device = "cpu",
-        n_threads: int | None = None,
+        n_threads: int | None = 1,
         verbose: bool = False,
     ) -> None:
         super().__init__(

@@ -21,7 +21,8 @@ __all__ = ["ModelSpec", "TrainingConfig", "build_model"]
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What :func:`build_model` builds: the latent family and the widths of the networks.
+    """What :func:`build_model` builds: the latent family, the widths of the networks and the number
+    of Monte-Carlo samples whose fixed draws the model carries.
 
     ``encoder_dim`` is the width of LSNPC's own data encoder (the estimator's ``hidden_dim``); it is
     ignored when a user encoder is given.
@@ -33,6 +34,7 @@ class ModelSpec:
     latent_dim: int
     label_embedding_dim: int
     encoder_dim: int
+    n_samples: int
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> ModelSpec:
@@ -40,7 +42,7 @@ class ModelSpec:
         return cls(
             latent=str(params["latent"]), nu=float(params["nu"]), nu0=float(params["nu0"]),
             latent_dim=int(params["latent_dim"]), label_embedding_dim=int(params["label_embedding_dim"]),
-            encoder_dim=int(params["hidden_dim"]),
+            encoder_dim=int(params["hidden_dim"]), n_samples=int(params["n_samples"]),
         )
 
 
@@ -91,5 +93,5 @@ def build_model(
         data_encoder = clone_encoder(encoder)
     return LatentShiftModel(
         data_encoder, data_dim, n_labels, LatentConfig(spec.latent, spec.nu, spec.nu0),
-        latent_dim=spec.latent_dim, label_embedding_dim=spec.label_embedding_dim,
+        latent_dim=spec.latent_dim, label_embedding_dim=spec.label_embedding_dim, n_samples=spec.n_samples,
     )

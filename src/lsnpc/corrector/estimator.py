@@ -39,7 +39,7 @@ from .._validation import (
 )
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import GuardDecision, decide_with_validation, decide_without_validation
-from .inference import FoldedCorrector
+from .inference import predict_corrected
 from .label_posterior import label_correction, label_posterior
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
@@ -101,14 +101,17 @@ class LSNPC(BaseEstimator):
         batch 32 to settle; see the README for the measurements behind it).
     batch_size, lr, weight_decay : training settings (AdamW).
     n_samples : int
-        Monte-Carlo samples averaged by the correction.
+        Monte-Carlo samples averaged by the correction. Their draws are drawn once at fit from
+        ``random_state`` and kept with the model (common random numbers): every row is corrected with
+        the same draws, so a row's answer depends only on that row, never on its batch or order.
     selection : {"auto", "val_f1", "noisy_elbo", "last"}
         How the epoch is chosen. "val_f1": best micro-F1 on the clean validation triple (the paper).
         "noisy_elbo": best ELBO on a held-out slice (``holdout_fraction``) of the noisy data — uses no
         clean label. "auto": "val_f1" when a validation triple is given, else "noisy_elbo".
     train_feed, predict_feed : {"sample", "probs"}
-        What is fed as ŷ: a fresh Bernoulli sample of the probabilities ("sample", the paper's training
-        input) or the probabilities themselves ("probs", the paper's prediction input).
+        What is fed as ŷ: a Bernoulli sample of the probabilities ("sample": a fresh one per batch in
+        training, one per Monte-Carlo sample in prediction, as in eq. 9) or the probabilities
+        themselves ("probs", the prediction input of the authors' code).
     warm_start : bool
         When LSNPC builds its own data encoder (``encoder=None``), pre-train it to predict the base
         probabilities before the VAE training, so the data embedding is informative from the start (the
@@ -350,6 +353,7 @@ class LSNPC(BaseEstimator):
                 ModelSpec.from_params(params), n_features=n_features, n_labels=n_labels,
                 encoder=self.encoder, data_dim=data_dim,
             ).to(device)
+            model.draw_monte_carlo(torch.Generator().manual_seed(predict_seed))
             if self.encoder is None:
                 model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
             data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
@@ -447,20 +451,12 @@ class LSNPC(BaseEstimator):
                 UserWarning, stacklevel=3,
             )
 
-    def _raw_correct(self, X: np.ndarray, P: np.ndarray, batch_size: int = 4096) -> np.ndarray:
-        """The correction equation, Monte Carlo, in large batches; deterministic for a fitted model."""
-        model = self.model_
-        model.eval()
-        out = np.empty(P.shape, dtype=np.float32)
-        with num_threads(self.n_threads), seeded(self.predict_seed_, self.device_), torch.inference_mode():
-            correct = FoldedCorrector(model)
-            for start in range(0, len(X), batch_size):
-                xb = torch.as_tensor(X[start : start + batch_size], device=self.device_)
-                pb = torch.as_tensor(P[start : start + batch_size], device=self.device_)
-                if self.predict_feed == "sample":
-                    pb = torch.bernoulli(pb)
-                out[start : start + batch_size] = correct(xb, pb, self.n_samples).cpu().numpy()
-        return out
+    def _raw_correct(self, X: np.ndarray, P: np.ndarray) -> np.ndarray:
+        """The correction equation by Monte Carlo with the model's fixed draws: each row's answer
+        depends only on that row (the same function scores validation during fit and feeds the guard)."""
+        self.model_.eval()
+        with num_threads(self.n_threads):
+            return predict_corrected(self.model_, X, P, feed=self.predict_feed, device=self.device_)
 
     def _output(self, X: np.ndarray, P: np.ndarray, corrected: np.ndarray | None = None) -> np.ndarray:
         """LSNPC's output before the guard: the correction, averaged with the student's probabilities

@@ -7,31 +7,34 @@ heads that read a concatenation become a sum of per-block products (no concatena
 With fewer labels than latent dimensions the last layer of μ_κ also folds into g_φ's latent part: the
 Monte-Carlo passes then never materialise z, only its logits.
 
-Random numbers are the other large cost (three per latent dimension and Monte-Carlo sample: ~40% of
-a prediction pass on CPU). For a large batch the standard draws are therefore taken, by uniformly
-random index, from a pool of ``POOL_ROWS`` exact draws made once per corrector: every draw is still
-exactly Student-t (or Normal) and the estimate unbiased; the variance grows by a factor
-1 + (S−1)/R ≈ 1.0002 (S = 5 samples, R = 16,384 rows). Small batches draw directly.
+The Monte-Carlo draws are the model's common random numbers (``monte_carlo_uniforms``, fixed at
+fit): the standard draws of ẑ are computed from them once per corrector, the same for every row, so no
+random generator is read and a row's answer depends only on that row and the model. z | ẑ is not
+drawn: the logits' mean and variance under it give the expected sigmoid in closed form.
 
 :class:`FoldedCorrector` computes exactly what :meth:`LatentShiftModel.correct` computes with the
-modules, given the same draws (tested to float tolerance); only the number of operations changes.
+modules (tested to float tolerance); only the number of operations changes. :func:`predict_corrected`
+runs it over arrays in chunks: the one prediction function of fit's validation scoring, the guard and
+``predict_proba``.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
-from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder, standard_student_t
+from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder
+from .montecarlo import expected_sigmoid_into, student_t_from_uniforms
 
-__all__ = ["POOL_ROWS", "FoldedCorrector"]
+__all__ = ["FoldedCorrector", "predict_corrected"]
 
-# exp(min(v, c)) == min(exp(v), exp(c)): the log-variance cap becomes a cap on σ, one pass fewer
-_MAX_SCALE = math.exp(_LOGVAR_MAX / 2)
-
-POOL_ROWS = 16_384
+# exp(min(v, c)) == min(exp(v), exp(c)): the log-variance cap becomes a cap on σ (σ²), one pass fewer
+_MAX_SCALE, _MAX_VARIANCE, _MIN_VARIANCE = math.exp(_LOGVAR_MAX / 2), math.exp(_LOGVAR_MAX), _MIN_SCALE**2
+# rows per chunk of predict_corrected: intermediates of a chunk stay in a core's cache (measured)
+CHUNK_ROWS = 1024
 
 Affine = tuple[torch.Tensor, torch.Tensor]  # (weight, bias): weight (out, in) while folding, (in, out) after
 
@@ -76,10 +79,12 @@ def _fold_sequential(net: nn.Sequential, input_affine: tuple[torch.Tensor, torch
 
 
 class FoldedCorrector:
-    """E[y | x, h] ≈ (1/S) Σ_s sigmoid(g_φ(x, z_s)), z_s ~ q(z | ẑ_s), ẑ_s ~ q(ẑ | x, ŷ), with folded weights.
+    """E[y | x, h] ≈ (1/S) Σ_s sigmoid(g_φ(x, z_s)), z_s ~ q(z | ẑ_s), ẑ_s ~ q(ẑ | x, ŷ_s), with folded
+    weights and the model's fixed Monte-Carlo draws.
 
-    Built from a model in eval mode; the folded weights are copies (a user's own data encoder, which is
-    run as it is, is not). Call with x (B, ...) and the fed labels ŷ (B, L); returns probabilities (B, L).
+    Built from a model in eval mode; the folded weights and draws are copies (a user's own data
+    encoder, which is run as it is, is not). Call with x (B, ...) and the base probabilities (B, L);
+    returns probabilities (B, L).
     """
 
     @torch.no_grad()
@@ -87,7 +92,6 @@ class FoldedCorrector:
         if model.training:
             raise RuntimeError("FoldedCorrector needs a model in eval mode (BatchNorm running statistics)")
         self.family = model.latent.family
-        self.nu = model.nu.detach().clone()
         encoder = model.data_encoder
         if isinstance(encoder, StandardizedMLPEncoder):
             self.data_layers: list[Affine] | None = _fold_sequential(
@@ -110,11 +114,11 @@ class FoldedCorrector:
         data_dim = model.label_decoder.data_dim
         self.shift_data_w, self.shift_label_w = w[:, :data_dim], w[:, data_dim:]
 
-        # q(z | ẑ): μ_κ's hidden layer, and the log-variance head halved as above
+        # q(z | ẑ): μ_κ's hidden layer, and the log-variance head
         kappa = model.true_latent_encoder
         first, second = kappa.loc[0], kappa.loc[2]
         self.kappa_hidden_layer = (first.weight.clone(), first.bias.clone())
-        self.kappa_logstd = (0.5 * kappa.logvar.weight, 0.5 * kappa.logvar.bias)
+        self.kappa_logvar = (kappa.logvar.weight.clone(), kappa.logvar.bias.clone())
 
         # g_φ: BatchNorm over [h; latent] folded into the output layer, split into data and latent parts
         decoder = model.label_decoder
@@ -130,7 +134,21 @@ class FoldedCorrector:
             self.kappa_out = (second.weight.clone(), second.bias.clone())
         self.decoder_latent_w = decoder_latent_w
         self._transpose_weights()
-        self._pools: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.decoder_latent_w_sq = self.decoder_latent_w.square()  # the logits' variance under z | ẑ
+        # the expected sigmoid reads the logits' mean divided by √2: fold that factor into their weights
+        half = math.sqrt(0.5)
+        self.decoder_data_w, self.decoder_bias = self.decoder_data_w * half, self.decoder_bias * half
+        if self.fold_kappa:
+            self.hidden_to_logits = self.hidden_to_logits * half
+        else:
+            self.decoder_latent_w = self.decoder_latent_w * half
+
+        # the common random numbers, as standard draws (S, 1, ·) that broadcast over the rows
+        angle, radius, label_uniforms = (u.clone().unsqueeze(1) for u in model.monte_carlo_draws())
+        self.n_samples = angle.shape[0]
+        self.shift_uniforms = (angle, radius)  # learned ν: ν_θ(x, ŷ) differs per row, transformed per call
+        self.shift_draws = None if self.family == "learned" else model.shift_standard_draws(angle, radius)
+        self.label_uniforms = label_uniforms
         self._buffers: dict[tuple[str, tuple[int, ...]], torch.Tensor] = {}
 
     def _transpose_weights(self) -> None:
@@ -145,7 +163,7 @@ class FoldedCorrector:
         self.label_layers = [(t(w), b) for w, b in self.label_layers]
         self.shift_data_w, self.shift_label_w = t(self.shift_data_w), t(self.shift_label_w)
         self.kappa_hidden_layer = (t(self.kappa_hidden_layer[0]), self.kappa_hidden_layer[1])
-        self.kappa_logstd = (t(self.kappa_logstd[0]), self.kappa_logstd[1])
+        self.kappa_logvar = (t(self.kappa_logvar[0]), self.kappa_logvar[1])
         self.decoder_data_w, self.decoder_latent_w = t(self.decoder_data_w), t(self.decoder_latent_w)
         if self.fold_kappa:
             self.hidden_to_logits = t(self.hidden_to_logits)
@@ -153,53 +171,73 @@ class FoldedCorrector:
             self.kappa_out = (t(self.kappa_out[0]), self.kappa_out[1])
 
     @torch.no_grad()
-    def __call__(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
-        """Corrected probabilities (B, L) from ``n_samples`` Monte-Carlo draws per row, with standard
-        draws from torch's generator (Student-t(ν) or Normal for ẑ, Normal for z).
+    def __call__(self, x: torch.Tensor, probs: torch.Tensor, *, feed: str = "probs") -> torch.Tensor:
+        """Corrected probabilities (B, L) of x (B, ...) given the base probabilities (B, L); ``feed`` as
+        in :meth:`LatentShiftModel.correct`.
 
         Large intermediates are written into buffers kept for the next call with the same shapes
         (``out=`` and in-place operations): allocating them afresh costs page faults on first touch,
         which measured as large as the arithmetic itself.
         """
-        m, batch, S = self.latent_dim, x.shape[0], n_samples
+        m, batch, S = self.latent_dim, x.shape[0], self.n_samples
         if self.data_layers is not None:
             h = self._gelu_mlp(x, self.data_layers, "data")
         else:
             h = self.data_encoder(x)  # type: ignore[misc]
-        e = self._gelu_mlp(noisy, self.label_layers, "label")
-        heads = self._buffer("heads", (batch, self.shift_bias.shape[0]), h)
-        torch.addmm(self.shift_bias, h, self.shift_data_w, out=heads).addmm_(e, self.shift_label_w)
-        loc = heads[:, :m]
+        n_heads = self.shift_bias.shape[0]
+        if feed == "sample":  # ŷ_s = 1[u_s < p] per Monte-Carlo sample: the label side runs S times
+            noisy = self._buffer("noisy", (S, batch, probs.shape[1]), probs, torch.bool)
+            torch.lt(self.label_uniforms, probs, out=noisy)
+            e = self._gelu_mlp(noisy.view(S * batch, -1).to(probs.dtype), self.label_layers, "label")
+            heads = self._buffer("heads", (S * batch, n_heads), h)
+            heads = torch.mm(e, self.shift_label_w, out=heads).view(S, batch, -1)
+            heads.add_(torch.addmm(self.shift_bias, h, self.shift_data_w))
+        else:
+            e = self._gelu_mlp(probs, self.label_layers, "label")
+            heads = self._buffer("heads", (batch, n_heads), h)
+            torch.addmm(self.shift_bias, h, self.shift_data_w, out=heads).addmm_(e, self.shift_label_w)
+        loc = heads[..., :m]
         # the log-variance rows were halved at folding: exp of them is the standard deviation
-        scale = heads[:, m : 2 * m].exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE)
-
+        scale = heads[..., m : 2 * m].exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE)
+        draws = self.shift_draws
+        if draws is None:  # learned ν_θ(x, ŷ) = ReLU(·) + 1, per row
+            draws = student_t_from_uniforms(*self.shift_uniforms, heads[..., 2 * m :].relu() + 1.0)
         shape = (S, batch, m)
-        noise = self._noise(shape, heads)
-        zhat = torch.addcmul(loc, noise[0], scale, out=self._buffer("zhat", shape, h)).view(-1, m)
+        zhat = torch.addcmul(loc, scale, draws, out=self._buffer("zhat", shape, h)).view(-1, m)
 
         # two products rather than one stacked: the elementwise passes then run on contiguous memory
-        (w1, b1), (w2, b2) = self.kappa_hidden_layer, self.kappa_logstd
+        (w1, b1), (w2, b2) = self.kappa_hidden_layer, self.kappa_logvar
         hidden = self._buffer("hidden", (S * batch, w1.shape[1]), h)
         torch.ops.aten.gelu_(torch.addmm(b1, zhat, w1, out=hidden))
-        spread = torch.addmm(b2, zhat, w2, out=self._buffer("spread", (S * batch, m), h))
-        spread.exp_().clamp_(min=_MIN_SCALE, max=_MAX_SCALE).mul_(noise[1].reshape(-1, m))  # σ_κ ⊙ ξ
+        variance = torch.addmm(b2, zhat, w2, out=self._buffer("variance", (S * batch, m), h))
+        variance.exp_().clamp_(min=_MIN_VARIANCE, max=_MAX_VARIANCE)  # σ_κ²
 
+        # the logits given ẑ_s are Normal: mean at z = μ_κ(ẑ_s) (computed divided by √2, the weights
+        # were scaled at folding), variance Σ_j w_j² σ_κ,j²
         data_logits = torch.addmm(self.decoder_bias, h, self.decoder_data_w)  # (B, L), bias included
-        logits = self._buffer("logits", (S * batch, self.decoder_bias.shape[0]), h)
+        n_labels = self.decoder_bias.shape[0]
+        mean = self._buffer("mean", (S * batch, n_labels), h)
         if self.fold_kappa:
-            torch.mm(hidden, self.hidden_to_logits, out=logits)
+            torch.mm(hidden, self.hidden_to_logits, out=mean)
         else:
             z = self._buffer("z", (S * batch, m), h)
             torch.addmm(self.kappa_out[1], hidden, self.kappa_out[0], out=z)
-            torch.mm(z, self.decoder_latent_w, out=logits)
-        logits.addmm_(spread, self.decoder_latent_w)
-        return logits.view(S, batch, -1).add_(data_logits).sigmoid_().mean(0)
+            torch.mm(z, self.decoder_latent_w, out=mean)
+        mean.view(S, batch, -1).add_(data_logits)
+        logit_variance = self._buffer("logit_variance", mean.shape, h)
+        torch.mm(variance, self.decoder_latent_w_sq, out=logit_variance)
+        expected = expected_sigmoid_into(
+            mean, logit_variance, out=self._buffer("expected", mean.shape, h), work=self._buffer("work", mean.shape, h)
+        )
+        return expected.view(S, batch, -1).mean(0)
 
-    def _buffer(self, name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    def _buffer(
+        self, name: str, shape: tuple[int, ...], like: torch.Tensor, dtype: torch.dtype | None = None
+    ) -> torch.Tensor:
         key = (name, shape)
         buffer = self._buffers.get(key)
         if buffer is None:
-            buffer = self._buffers[key] = torch.empty(shape, dtype=like.dtype, device=like.device)
+            buffer = self._buffers[key] = torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
         return buffer
 
     def _gelu_mlp(self, x: torch.Tensor, layers: list[Affine], name: str) -> torch.Tensor:
@@ -208,29 +246,18 @@ class FoldedCorrector:
             x = torch.ops.aten.gelu_(torch.addmm(b, x, w, out=out))
         return x
 
-    def _noise(self, shape: tuple[int, int, int], heads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Standard draws for ẑ (Student-t(ν), Normal for GAUSS) and for z (Normal), each (S, B, m)."""
-        dtype, device = heads.dtype, heads.device
-        if self.family == "learned":  # ν_θ(x, ŷ) differs per element: Gamma-based draws, no pool
-            df = torch.relu(heads[:, 2 * self.latent_dim :]) + 1.0
-            zhat = torch.distributions.StudentT(df, validate_args=False).sample((shape[0],))
-            return zhat, torch.randn(shape, dtype=dtype, device=device)
-        n_draws = shape[0] * shape[1]
-        if n_draws <= POOL_ROWS:
-            return self._shift_draws(shape, dtype, device), torch.randn(shape, dtype=dtype, device=device)
-        if self._pools is None:
-            pool_shape = (POOL_ROWS, shape[2])
-            self._pools = (
-                self._shift_draws(pool_shape, dtype, device),
-                torch.randn(pool_shape, dtype=dtype, device=device),
-            )
-        rows = torch.randint(POOL_ROWS, (2, n_draws), device=device)
-        out = (self._buffer("noise0", (n_draws, shape[2]), heads), self._buffer("noise1", (n_draws, shape[2]), heads))
-        torch.index_select(self._pools[0], 0, rows[0], out=out[0])
-        torch.index_select(self._pools[1], 0, rows[1], out=out[1])
-        return out[0].view(shape), out[1].view(shape)
 
-    def _shift_draws(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        if self.family == "gauss":
-            return torch.randn(shape, dtype=dtype, device=device)
-        return standard_student_t(shape, self.nu, dtype=dtype, device=device)
+def predict_corrected(
+    model: LatentShiftModel, X: np.ndarray, probs: np.ndarray, *, feed: str, device: torch.device
+) -> np.ndarray:
+    """The corrected probabilities (n, L) float32 of X (n, ...) given the base probabilities (n, L),
+    computed by a :class:`FoldedCorrector` of ``model`` (in eval mode) in chunks of ``CHUNK_ROWS``."""
+    correct = FoldedCorrector(model)
+    out = np.empty(probs.shape, dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, len(X), CHUNK_ROWS):
+            stop = start + CHUNK_ROWS
+            xb = torch.as_tensor(X[start:stop], dtype=torch.float32, device=device)
+            pb = torch.as_tensor(probs[start:stop], dtype=torch.float32, device=device)
+            out[start:stop] = correct(xb, pb, feed=feed).cpu().numpy()
+    return out

@@ -23,14 +23,20 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Distribution, Normal, StudentT
+
+from .montecarlo import (
+    expected_sigmoid,
+    monte_carlo_design,
+    normal_from_uniforms,
+    standard_student_t,
+    student_t_from_uniforms,
+)
 
 __all__ = [
     "LATENT_FAMILIES",
     "StandardizedMLPEncoder",
-    "standard_student_t",
     "LabelEncoder",
     "ShiftEncoder",
     "TrueLatentEncoder",
@@ -45,19 +51,6 @@ LATENT_FAMILIES = ("student", "gauss", "learned")
 # log-variance cap of the encoders (as in the authors' model) and the smallest scale allowed
 _LOGVAR_MAX = 5.0
 _MIN_SCALE = 1e-4
-
-
-def standard_student_t(
-    shape: tuple[int, ...], nu: torch.Tensor, *, dtype: torch.dtype, device: torch.device
-) -> torch.Tensor:
-    """Standard Student-t(ν) draws of ``shape`` by Bailey's polar method (two uniforms each).
-
-    T = cos(2π U₁) · sqrt(ν (U₂^(−2/ν) − 1)) is exactly Student-t(ν); U₂^(−2/ν) is computed as
-    exp(−2/ν · log U₂), the same number, cheaper than pow on CPU. ``nu``: a tensor broadcastable to shape.
-    """
-    angle = torch.rand(shape, dtype=dtype, device=device).mul_(2 * math.pi).cos_()
-    radius = 1.0 - torch.rand(shape, dtype=dtype, device=device)  # in (0, 1]: no division by zero
-    return radius.log_().mul_(-2.0 / nu).exp_().sub_(1.0).mul_(nu).sqrt_().mul_(angle)
 
 
 class FastStudentT(StudentT):
@@ -222,23 +215,12 @@ class LabelDecoder(nn.Module):
     def forward(self, data_embedding: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
         return self.out(self.norm(torch.cat([data_embedding, latent], dim=-1)))
 
-    def _part(self, values: torch.Tensor, columns: slice) -> torch.Tensor:
-        """Eval-mode contribution of one block of input columns (BatchNorm is per feature, and the
-        output layer is linear, so the logits are the sum of the data and latent contributions)."""
-        norm = self.norm
-        normed = F.batch_norm(
-            values, norm.running_mean[columns], norm.running_var[columns], norm.weight[columns],
-            norm.bias[columns], training=False, eps=norm.eps,
-        )
-        return F.linear(normed, self.out.weight[:, columns])
-
-    def data_logits(self, data_embedding: torch.Tensor) -> torch.Tensor:
-        """The data part of the logits, bias included (batch, L); eval mode only."""
-        return self._part(data_embedding, slice(0, self.data_dim)) + self.out.bias
-
-    def latent_logits(self, latent: torch.Tensor) -> torch.Tensor:
-        """The latent part of the logits (..., L); eval mode only."""
-        return self._part(latent, slice(self.data_dim, None))
+    def latent_weight(self) -> torch.Tensor:
+        """In eval mode the logits are linear in the latent: their weights on it (L, m), BatchNorm's
+        scale folded into the output layer."""
+        norm, columns = self.norm, slice(self.data_dim, None)
+        scale = norm.weight[columns] / torch.sqrt(norm.running_var[columns] + norm.eps)
+        return self.out.weight[:, columns] * scale
 
 
 @dataclass
@@ -263,6 +245,9 @@ class LatentShiftModel(nn.Module):
         Latent family and its degrees of freedom.
     latent_dim, label_embedding_dim, latent_mlp_dim : int
         m, the label-embedding width and the width of the latent MLPs (μ_κ, g_ψ).
+    n_samples : int
+        S, the Monte-Carlo samples of the correction (eq. 9). Their draws are fixed (the buffer
+        ``monte_carlo_uniforms``, see :meth:`correct`), so a saved model carries them.
     """
 
     def __init__(
@@ -275,6 +260,7 @@ class LatentShiftModel(nn.Module):
         latent_dim: int = 64,
         label_embedding_dim: int = 128,
         latent_mlp_dim: int = 128,
+        n_samples: int = 5,
     ) -> None:
         super().__init__()
         if latent.family not in LATENT_FAMILIES:
@@ -290,6 +276,11 @@ class LatentShiftModel(nn.Module):
         self.label_decoder = LabelDecoder(data_dim, latent_dim, n_labels)
         self.register_buffer("nu", torch.tensor(float(latent.nu)))
         self.register_buffer("nu0", torch.tensor(float(latent.nu0)))
+        # placeholder draws until fit calls draw_monte_carlo (deterministic, so a fresh model predicts)
+        self.register_buffer(
+            "monte_carlo_uniforms",
+            monte_carlo_design(n_samples, 2 * latent_dim + n_labels, torch.Generator().manual_seed(0)),
+        )
 
     # -- the distributions of section 4 -------------------------------------------------------
     def q_latent(self, data_embedding: torch.Tensor, labels: torch.Tensor) -> Distribution:
@@ -323,27 +314,67 @@ class LatentShiftModel(nn.Module):
         """Logits of g_φ(x, latent) (batch, L)."""
         return self.label_decoder(data_embedding, latent)
 
-    # -- the correction equation (eq. 9), by Monte Carlo ---------------------------------------
-    @torch.no_grad()
-    def correct(self, x: torch.Tensor, noisy: torch.Tensor, n_samples: int) -> torch.Tensor:
-        """E[y | x, h] ≈ mean over ``n_samples`` draws of g_φ(x, z), z ~ q(z|ẑ), ẑ ~ q(ẑ|x, ŷ).
+    # -- the correction equation (eq. 9), by Monte Carlo with common random numbers ------------
+    def draw_monte_carlo(self, generator: torch.Generator) -> None:
+        """Draw the correction's fixed uniforms anew (fit calls it with the estimator's seed)."""
+        u = self.monte_carlo_uniforms
+        u.copy_(monte_carlo_design(u.shape[0], u.shape[1], generator))
 
-        The reference computation, module by module: the data embedding and q(ẑ | x, ŷ)'s parameters
-        once, the latent draws and g_φ per Monte-Carlo sample, in one batched pass. Prediction runs
-        the same function folded (:class:`lsnpc.corrector.inference.FoldedCorrector`), tested equal
-        to this one. Returns probabilities (batch, L).
+    def monte_carlo_draws(
+        self, uniforms: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The fixed uniforms (or ``uniforms``), split: ẑ's angle and radius (S, m), the labels' (S, L)."""
+        m = self.shift_encoder.loc.out_features
+        u = self.monte_carlo_uniforms if uniforms is None else uniforms
+        return u[:, :m], u[:, m : 2 * m], u[:, 2 * m :]
+
+    def shift_standard_draws(
+        self, angle: torch.Tensor, radius: torch.Tensor, df: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Standard draws of q(ẑ | x, ŷ) from uniforms: Student-t(ν) (ν_θ = ``df`` when learned),
+        Normal for GAUSS."""
+        if self.latent.family == "gauss":
+            return normal_from_uniforms(angle, radius)
+        return student_t_from_uniforms(angle, radius, df if self.latent.family == "learned" else self.nu)
+
+    def correct(
+        self, x: torch.Tensor, probs: torch.Tensor, *, feed: str = "probs", uniforms: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """E[y | x, h] (eq. 9): Monte Carlo over ŷ and ẑ, with z | ẑ integrated exactly.
+
+        (1/S) Σ_s E_{z ~ q(z | ẑ_s)}[sigmoid(g_φ logits(x, z))] with ẑ_s ~ q(ẑ | x, ŷ_s). In eval mode the
+        logits are linear in z, so given ẑ_s each label's logit is Normal with mean at z = μ_κ(ẑ_s) and
+        variance Σ_j w_j² σ_κ,j²(ẑ_s), and :func:`~lsnpc.corrector.montecarlo.expected_sigmoid` takes
+        its expectation. The draws of ŷ and ẑ are common random numbers: the S rows of
+        ``monte_carlo_uniforms``, the same for every input row, so a row's answer depends only on that
+        row and the model (alone, in any batch, in any order) and no random generator is read.
+        ``feed``: ŷ_s = probs ("probs"), or a Bernoulli draw of them per Monte-Carlo sample ("sample":
+        ŷ_s = 1[u_s < probs]).
+
+        The reference computation, module by module and in eval mode; prediction runs the same
+        function folded (:class:`lsnpc.corrector.inference.FoldedCorrector`), tested equal to this.
+        It is differentiable (GradCAM differentiates it; wrap it in ``torch.no_grad()`` otherwise).
+        x (B, ...), probs (B, L); ``uniforms`` (S', 2m + L) replaces the stored draws (e.g. another
+        :func:`~lsnpc.corrector.montecarlo.monte_carlo_design`). Returns probabilities (B, L).
         """
+        angle, radius, label_u = self.monte_carlo_draws(uniforms)
+        n_samples, batch, m = angle.shape[0], x.shape[0], angle.shape[1]
         h = self.data_encoder(x)
-        q_zhat = self.q_latent(h, noisy)
-        zhat = q_zhat.rsample((n_samples,))  # (S, B, m)
-        z = self.q_true_given_shifted(zhat.flatten(0, 1)).rsample()
-        if self.training:  # batch statistics: run the decoder on the full concatenation
-            h_rep = h.unsqueeze(0).expand(n_samples, *h.shape).flatten(0, 1)
-            logits = self.label_logits(h_rep, z).view(n_samples, x.shape[0], -1)
-        else:  # g_φ's data part is the same for every draw: compute it once
-            decoder = self.label_decoder
-            logits = decoder.latent_logits(z).view(n_samples, x.shape[0], -1) + decoder.data_logits(h)
-        return torch.sigmoid(logits).mean(0)
+        h = h.expand(n_samples, *h.shape).reshape(n_samples * batch, -1)
+        if feed == "sample":
+            noisy = (label_u[:, None, :] < probs).to(probs.dtype)
+        else:
+            noisy = probs.expand(n_samples, *probs.shape)
+        loc, scale, df = self.shift_encoder(h, self.label_encoder(noisy.reshape(n_samples * batch, -1)))
+        shape = (n_samples, batch, m)
+        draws = self.shift_standard_draws(
+            angle[:, None].expand(shape), radius[:, None].expand(shape), None if df is None else df.view(shape)
+        )
+        zhat = loc + scale * draws.reshape(-1, m)
+        true_loc, true_scale = self.true_latent_encoder(zhat)
+        mean = self.label_logits(h, true_loc)
+        variance = true_scale.square() @ self.label_decoder.latent_weight().square().T
+        return expected_sigmoid(mean, variance).view(n_samples, batch, -1).mean(0)
 
 
 def clone_encoder(encoder: nn.Module) -> nn.Module:

@@ -8,6 +8,7 @@ Python overhead is a large share of a step).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -23,7 +24,8 @@ from .._numerics import minibatches as _batches
 from .._torch import seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
-from .inference import FoldedCorrector
+from .backprop import NoisyBatchStep, aten_kernels
+from .inference import predict_corrected
 from .model import LatentShiftModel
 from .objective import supervised_loss, unsupervised_loss
 
@@ -133,9 +135,8 @@ class _Selector:
             if self.data.val is not None:
                 Xv, yv, pv = self.data.val
                 device = self.data.X.device
-                xb, pb = torch.as_tensor(Xv, device=device), torch.as_tensor(pv, device=device)
-                probs = FoldedCorrector(model)(xb, _feed(pb, self.config.predict_feed), self.config.n_samples)
-                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, probs.cpu().numpy())
+                probs = predict_corrected(model, Xv, pv, feed=self.config.predict_feed, device=device)
+                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, probs)
             if self.holdout is not None:
                 Xh, noisy_h = self.holdout
                 loss, _ = unsupervised_loss(model, model.data_encoder(Xh), noisy_h, self.config.beta)
@@ -242,35 +243,51 @@ def train_latent_shift_model(
 
     model.train()
     with optimizer:
+        # the noisy-batch gradient by hand where it is written out (student, gauss on the CPU), else autograd
+        noisy_step = None
+        if NoisyBatchStep.supports(model):
+            noisy_step = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed)
+        # ATen's kernels for the whole pass only when every module is LSNPC's own (a user's CNN wants
+        # oneDNN's convolutions); NoisyBatchStep switches them on for its own parts either way
+        kernels = aten_kernels if own_encoder else contextlib.nullcontext
         for epoch in range(1, epochs + 1):
             started = time.perf_counter()
             sums = np.zeros(3)
             n_batches = 0
-            for idx in _batches(len(X), config.batch_size):
-                h = model.data_encoder(X[idx])
-                loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
-                optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
-                step += 1
-                sums += (parts.total, parts.reconstruction, parts.latent)
-                n_batches += 1
+            clean_sum, clean_batches = 0.0, 0
+            with kernels():
+                for idx in _batches(len(X), config.batch_size):
+                    if noisy_step is not None:
+                        values = noisy_step(X.index_select(0, idx), P.index_select(0, idx))
+                        optimizer.apply(lr=lr_now(epoch), clip=_NOISY_CLIP)
+                        sums += values
+                    else:
+                        h = model.data_encoder(X[idx])
+                        loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
+                        optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
+                        sums += (parts.total, parts.reconstruction, parts.latent)
+                    step += 1
+                    n_batches += 1
+                noisy_lr = lr_now(epoch)  # the history's lr: the noisy pass's last
+                if data.clean is not None:
+                    Xc, yc, pc = data.clean
+                    for idx in _batches(len(Xc), config.batch_size):
+                        h = model.data_encoder(Xc[idx])
+                        noisy = _feed(pc[idx], config.train_feed)
+                        loss, parts = supervised_loss(model, h, noisy, yc[idx], config.beta, config.eta)
+                        optimizer.step(loss, lr=lr_now(epoch), clip=_CLEAN_CLIP)
+                        step += 1
+                        clean_sum += parts.total
+                        clean_batches += 1
             entry: dict[str, Any] = {
                 "epoch": epoch,
                 "phase": "train",
                 "loss": sums[0] / max(1, n_batches),
                 "reconstruction": sums[1] / max(1, n_batches),
                 "latent": sums[2] / max(1, n_batches),
-                "lr": lr_now(epoch),
+                "lr": noisy_lr,
             }
             if data.clean is not None:
-                Xc, yc, pc = data.clean
-                clean_sum, clean_batches = 0.0, 0
-                for idx in _batches(len(Xc), config.batch_size):
-                    h = model.data_encoder(Xc[idx])
-                    loss, parts = supervised_loss(model, h, _feed(pc[idx], config.train_feed), yc[idx], config.beta, config.eta)
-                    optimizer.step(loss, lr=lr_now(epoch), clip=_CLEAN_CLIP)
-                    step += 1
-                    clean_sum += parts.total
-                    clean_batches += 1
                 entry["clean_loss"] = clean_sum / max(1, clean_batches)
             if not math.isfinite(entry["loss"]):
                 entry["diverged"] = True
@@ -300,11 +317,13 @@ class FlatAdamW:
     modules, all laid out as views into one flat buffer — and their gradients into another.
 
     A training step of LSNPC at batch 32 is dominated by per-tensor overhead, not arithmetic: zeroing,
-    clipping and the update each touch ~50 small tensors. On flat buffers each is a few operations on
-    one tensor. Autograd accumulates into the gradient views in place (they are never set to None).
-    The update is the AdamW of Loshchilov & Hutter as ``torch.optim.AdamW`` computes it (tested against
-    it); it is written out here because constructing any ``torch.optim`` optimiser imports
-    ``torch._dynamo`` (~1.5–2 s on first use in a process, measured), a tenth of a small fit.
+    clipping and the update each touch ~50 small tensors. On flat buffers the update is one call of
+    ATen's fused AdamW kernel (the one ``torch.optim.AdamW(fused=True)`` runs, which also applies the
+    clipping factor), the clipping one norm. Autograd accumulates into the gradient views in place
+    (they are never set to None); :class:`~lsnpc.corrector.backprop.NoisyBatchStep` writes into them.
+    The update is the AdamW of Loshchilov & Hutter as ``torch.optim.AdamW`` computes it (tested
+    against it); no ``torch.optim`` object is built because constructing one imports ``torch._dynamo``
+    (~1.5–2 s on first use in a process, measured), a tenth of a small fit.
 
     Use as a context manager: inside it the parameters live in the flat buffer; on exit each gets its
     own storage back, so the model can be saved, copied or trained normally afterwards.
@@ -328,9 +347,8 @@ class FlatAdamW:
         self.grad = torch.zeros_like(self.flat)
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
-        self.denom = torch.empty_like(self.flat)  # reused: a fresh buffer per step costs page faults
+        self.steps = torch.zeros((), dtype=self.flat.dtype, device=self.flat.device)  # the kernel reads it
         self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
-        self.steps = 0
 
     def __enter__(self) -> Self:
         offset = 0
@@ -347,21 +365,26 @@ class FlatAdamW:
             p.grad = None
 
     @torch.no_grad()
-    def _update(self, lr: float) -> None:
+    def apply(self, *, lr: float, clip: float | None = None) -> None:
+        """One AdamW update from the gradients in the flat buffer, their global norm clipped to ``clip``."""
+        grad_scale = None
+        if clip is not None:
+            # clip_grad_norm_ multiplies by min(clip / (norm + 1e-6), 1); the kernel divides by grad_scale,
+            # so pass one only when it clips: the scaling pass costs ~15% of the update (measured). The
+            # norm is read on the host: free on the CPU, a synchronisation on a GPU.
+            norm = float(torch.dot(self.grad, self.grad).sqrt_())
+            if norm + 1e-6 > clip:
+                grad_scale = torch.tensor((norm + 1e-6) / clip, dtype=self.flat.dtype, device=self.flat.device)
+        self.steps.add_(1)
         beta1, beta2 = self.betas
-        self.steps += 1
-        self.flat.mul_(1 - lr * self.weight_decay)
-        self.exp_avg.lerp_(self.grad, 1 - beta1)
-        self.exp_avg_sq.mul_(beta2).addcmul_(self.grad, self.grad, value=1 - beta2)
-        step_size = lr / (1 - beta1**self.steps)
-        denom = torch.sqrt(self.exp_avg_sq, out=self.denom).div_(math.sqrt(1 - beta2**self.steps)).add_(self.eps)
-        self.flat.addcdiv_(self.exp_avg, denom, value=-step_size)
+        torch._fused_adamw_(
+            [self.flat], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps], lr=lr,
+            beta1=beta1, beta2=beta2, weight_decay=self.weight_decay, eps=self.eps, amsgrad=False,
+            maximize=False, grad_scale=grad_scale,
+        )
 
     def step(self, loss: torch.Tensor, *, lr: float, clip: float | None = None) -> None:
         """Zero the gradients, backpropagate ``loss``, clip their global norm to ``clip``, update."""
         self.grad.zero_()
         loss.backward()
-        if clip is not None:
-            norm = torch.linalg.vector_norm(self.grad)
-            self.grad.mul_(torch.clamp(clip / (norm + 1e-6), max=1.0))  # what clip_grad_norm_ computes
-        self._update(lr)
+        self.apply(lr=lr, clip=clip)

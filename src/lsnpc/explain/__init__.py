@@ -2,7 +2,7 @@
 
 - :func:`classifier_cams`: GradCAM of a base classifier over a CNN (e.g. MLP_r over ResNet-50).
 - :func:`corrected_cams`: GradCAM of LSNPC's corrected probabilities, when LSNPC's data encoder is a
-  (fine-tuned) copy of that CNN (``LSNPC(encoder=...)``), with the Monte-Carlo draws fixed by a seed.
+  (fine-tuned) copy of that CNN (``LSNPC(encoder=...)``), with the model's own fixed Monte-Carlo draws.
 - :func:`gradcam_figure`: image, base-model map and LSNPC map side by side, saved atomically.
 - :func:`grad_cam`: the method itself for any score function and layer; :func:`resnet_backbone`:
   a torchvision ResNet as one module over images.

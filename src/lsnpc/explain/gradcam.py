@@ -6,8 +6,9 @@ input's height and width and divided by its maximum (a map that is zero everywhe
 
 The score is the label's probability. For the base model that gives the same normalised map as its
 logit would (the sigmoid's slope is one positive factor per image). For LSNPC the score is the corrected
-probability E[y_k | x, ŷ] of eq. 9, a Monte-Carlo mean; its draws are fixed by a seed, so the score is
-one differentiable function of the image and its gradient is well defined. The base model's
+probability E[y_k | x, ŷ] of eq. 9 exactly as prediction computes it (``LatentShiftModel.correct``):
+a Monte-Carlo mean over the model's fixed draws (or a design drawn from ``seed``), so the score is one
+differentiable function of the image and its gradient is well defined. The base model's
 probabilities ŷ are an input of the correction, held fixed: the map shows what LSNPC's own data
 encoder (a fine-tuned copy of the CNN, ``LSNPC(encoder=...)``) attends to.
 """
@@ -26,10 +27,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._torch import seeded
 from .._validation import check_array, check_is_fitted, check_probabilities, check_scalar
 from ..corrector import LSNPC
 from ..corrector.model import LatentShiftModel
+from ..corrector.montecarlo import monte_carlo_design
 
 __all__ = ["resnet_backbone", "grad_cam", "classifier_cams", "corrected_cams", "corrected_probabilities"]
 
@@ -193,18 +194,11 @@ def classifier_cams(
         return grad_cam(score, target, images, labels)
 
 
-def _correction(model: LatentShiftModel, x: torch.Tensor, noisy: torch.Tensor, n_samples: int, seed: int) -> torch.Tensor:
-    """E[y | x, ŷ] of eq. 9 with differentiable, seeded draws (eval mode): (n, L) probabilities.
-
-    The same computation as ``LatentShiftModel.correct`` (which runs without gradients): ẑ ~ q(ẑ | x, ŷ),
-    z ~ q(z | ẑ), the mean of sigmoid(g_φ(x, z)) over ``n_samples`` draws, the draws taken from the seed.
-    """
-    with seeded(seed, x.device):
-        h = model.data_encoder(x)
-        zhat = model.q_latent(h, noisy).rsample((n_samples,))  # (S, n, m)
-        z = model.q_true_given_shifted(zhat.flatten(0, 1)).rsample()
-    logits = model.label_logits(h.repeat(n_samples, 1), z)  # rows ordered (draw, image), as z
-    return torch.sigmoid(logits).view(n_samples, len(x), -1).mean(dim=0)
+def _correction(model: LatentShiftModel, x: torch.Tensor, noisy: torch.Tensor, feed: str,
+                draws: torch.Tensor | None) -> torch.Tensor:
+    """E[y | x, ŷ] of eq. 9 as prediction computes it, differentiable (eval mode): (n, L) probabilities.
+    ``draws``: the Monte-Carlo uniforms, None for the model's own."""
+    return model.correct(x, noisy, feed=feed, uniforms=draws)
 
 
 def _check_corrector(corrector: Any, images: torch.Tensor, pred_probs: Any) -> tuple[torch.Tensor, LatentShiftModel]:
@@ -227,24 +221,32 @@ def _check_corrector(corrector: Any, images: torch.Tensor, pred_probs: Any) -> t
 
 
 def _prepare(
-    corrector: Any, images: Any, pred_probs: Any, n_samples: int | None, seed: int
-) -> tuple[torch.Tensor, torch.Tensor, LatentShiftModel, int]:
-    """Checked (images on the CPU, ŷ on the model's device, the model, the number of draws)."""
+    corrector: Any, images: Any, pred_probs: Any, n_samples: int | None, seed: int | None
+) -> tuple[torch.Tensor, torch.Tensor, LatentShiftModel, torch.Tensor | None]:
+    """Checked (images on the CPU, ŷ on the model's device, the model, the Monte-Carlo uniforms: None for
+    the model's own when neither ``seed`` nor ``n_samples`` is given, else a design of ``n_samples``
+    (default ``corrector.n_samples``) drawn from ``seed`` (default 0))."""
     x = _check_images(images)
     noisy, model = _check_corrector(corrector, x, pred_probs)
+    if seed is None and n_samples is None:
+        return x, noisy.to(_device_of(model)), model, None
     n_samples = corrector.n_samples if n_samples is None else n_samples
+    seed = 0 if seed is None else seed
     check_scalar(n_samples, "n_samples", kind=Integral, low=1)
     check_scalar(seed, "seed", kind=Integral, low=0)
-    return x, noisy.to(_device_of(model)), model, int(n_samples)
+    dims = model.monte_carlo_uniforms.shape[1]
+    draws = monte_carlo_design(int(n_samples), dims, torch.Generator().manual_seed(int(seed)))
+    return x, noisy.to(_device_of(model)), model, draws.to(_device_of(model))
 
 
-def corrected_probabilities(corrector: LSNPC, images: Any, pred_probs: Any, *, seed: int = 0,
+def corrected_probabilities(corrector: LSNPC, images: Any, pred_probs: Any, *, seed: int | None = None,
                             n_samples: int | None = None) -> np.ndarray:
-    """The seeded correction GradCAM differentiates: (n, L) probabilities, the raw correction (no guard
-    blend), ``n_samples`` draws (default ``corrector.n_samples``)."""
-    x, noisy, model, n_samples = _prepare(corrector, images, pred_probs, n_samples, seed)
+    """The correction GradCAM differentiates: (n, L) probabilities, the raw correction (no guard blend).
+    By default with the model's own draws — what ``predict_proba`` corrects; ``seed`` / ``n_samples``
+    draw another design instead."""
+    x, noisy, model, draws = _prepare(corrector, images, pred_probs, n_samples, seed)
     with _eval_mode(model), torch.no_grad():
-        return _correction(model, x.to(noisy.device), noisy, n_samples, int(seed)).cpu().numpy()
+        return _correction(model, x.to(noisy.device), noisy, corrector.predict_feed, draws).cpu().numpy()
 
 
 def corrected_cams(
@@ -254,7 +256,7 @@ def corrected_cams(
     labels: int | Sequence[int],
     *,
     layer: str = "layer4",
-    seed: int = 0,
+    seed: int | None = None,
     n_samples: int | None = None,
 ) -> np.ndarray:
     """GradCAM maps (n, k, H, W) of LSNPC's corrected probabilities at a layer of its data encoder.
@@ -263,20 +265,21 @@ def corrected_cams(
     backbone, as in the paper); ``layer`` names the layer inside that encoder (``"layer4"`` when it is
     :func:`resnet_backbone`, possibly wrapped in ``nn.Sequential`` — then e.g. ``"0.layer4"``).
     ``pred_probs`` (n, L): the base model's probabilities on the images, the correction's input ŷ.
-    ``seed`` fixes the Monte-Carlo draws (``n_samples``, default ``corrector.n_samples``).
+    The Monte-Carlo draws are the model's own (those of ``predict_proba``); ``seed`` / ``n_samples``
+    (default ``corrector.n_samples``) draw another design instead.
 
     The map explains the correction itself: the guard's blend α · corrected + (1 − α) · base scales
     its dependence on the image by α, which the normalisation removes; with α = 0 (the guard hands
     back the base model) a warning says the correction is not what ``predict_proba`` returns.
     """
-    x, noisy, model, n_samples = _prepare(corrector, images, pred_probs, n_samples, seed)
+    x, noisy, model, draws = _prepare(corrector, images, pred_probs, n_samples, seed)
     target = _find_layer(model.data_encoder, layer)
     if corrector.guard_.blend == 0.0:
         warnings.warn("the guard hands back the base model's probabilities (guard_ blend 0): these maps "
                       "explain a correction that predict_proba does not return", UserWarning, stacklevel=2)
 
     def score(images_: torch.Tensor) -> torch.Tensor:
-        return _correction(model, images_.to(noisy.device), noisy, n_samples, int(seed))
+        return _correction(model, images_.to(noisy.device), noisy, corrector.predict_feed, draws)
 
     with _eval_mode(model):
         return grad_cam(score, target, x, labels)
