@@ -1,136 +1,226 @@
 """Correction quality of LSNPC on real multilabel data: test micro/macro-F1 against the base model.
 
-Protocol (the paper's, on MULAN's canonical train/test splits): hold out 10% of the training portion
-(half val0 for model selection, half val1 the clean set — `lsnpc.data.paper_splits`), inject noise into
-the remaining training labels (`lsnpc.simulate_noise`, the paper's scheme), train the base MLP on the
-noisy labels (checkpoint by val0 micro-F1, as the paper does for every model), then fit each
-post-processor on the training features and the base model's probabilities and score on the test split.
+Protocol, per (data set, training size n, noise, seed): n rows drawn (seeded) from the data set's
+canonical training split (all of it when n is "full" or larger); 10% of them held out
+(`lsnpc.data.paper_splits`: half val0, the ≈5% clean validation triple, half val1, the clean set); the
+paper's noise (`lsnpc.simulate_noise`) on the remaining training labels; a base `MLPClassifier` trained
+on them (checkpoint on clean val0 micro-F1, as the paper does for every model; the same base model
+serves every method); then each post-processor is fitted on the training features and the base model's
+probabilities and scored on the canonical test split.
 
-    python benchmarks/bench_quality.py --datasets scene yeast --noise symmetric:0.3 pairflip:0.5 --seeds 0 1 2
+Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
+  lsnpc              LSNPC(), the default
+  lsnpc-paper        LSNPC.paper(encoder=base.trunk_), the paper's recipe
+  lsnpc-noguard      LSNPC(guard=False): the student and the correction, no base model mixed in
+  lsnpc-nostudent    LSNPC(student=False): the correction alone, guarded
+  lsnpc-correction   LSNPC(student=False, guard=False): the correction alone, unguarded
+  lsnpc-trunk        LSNPC(encoder=base.trunk_)
+  lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
 
-Prints one row per (data set, noise, method) with mean test F1 over seeds and the change against the
-base model, in points (×100).
+    python benchmarks/bench_quality.py --datasets scene yeast --train-sizes 500 full --seeds 0 1 2 \\
+        --out results.jsonl --jobs 2
+
+Each finished setting is appended to ``--out`` (JSON lines), and a run skips the settings already
+there, so an interrupted run resumes; ``--report`` prints the tables of an existing file. Text data
+sets (goemotions) are encoded with MiniLM (`lsnpc.features`), cached under ``--feature-cache``, from a
+seeded pool of ``--text-pool`` training and test texts.
+
+Prints, per setting, the mean over seeds of test micro/macro-F1 (×100) and the change against the
+base model, then a summary against the quality bar of issue 9 for each mode (with / without clean
+labels): the mean change at 30–50% noise, the worst setting, the worst 0%-noise setting.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-DEFAULT_HOME = Path(__file__).resolve().parents[2] / "shared" / "data"
-METHODS = ("lsnpc", "lsnpc-trunk", "lsnpc-semi", "lsnpc-paper", "lsnpc-noguard")
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" / "data"))
+VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
+            "lsnpc-correction": dict(student=False, guard=False)}
+METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
+           "lsnpc-semi")
+NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
+TEXT_SETS = ("goemotions",)
+NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
 
 
 def make_corrector(method: str, seed: int, trunk):
     from lsnpc import LSNPC
 
-    if method == "lsnpc":
+    name = method.removesuffix("-noval")
+    if name in VARIANTS:
+        return LSNPC(random_state=seed, **VARIANTS[name])
+    if name == "lsnpc-semi":
         return LSNPC(random_state=seed)
-    if method == "lsnpc-trunk":
+    if name == "lsnpc-trunk":
         return LSNPC(random_state=seed, encoder=trunk)
-    if method == "lsnpc-semi":
-        return LSNPC(random_state=seed)
-    if method == "lsnpc-noguard":
-        return LSNPC(random_state=seed, guard=False)
-    if method == "lsnpc-paper":
+    if name == "lsnpc-paper":
         return LSNPC.paper(random_state=seed, encoder=trunk)
     raise ValueError(f"unknown method {method!r}")
 
 
-def run_setting(dataset: str, kind: str, rate: float, seed: int, methods: tuple[str, ...], home: str,
-                max_train: int | None) -> list[dict]:
+def load_arrays(dataset: str, home: str, text_pool: int, feature_cache: str | None):
+    """(X_train, Y_train, X_test, Y_test) of the canonical splits; text sets encoded with MiniLM."""
+    from lsnpc.data import load_dataset
+
+    train = load_dataset(dataset, "train", data_home=home)
+    test = load_dataset(dataset, "test", data_home=home)
+    if dataset not in TEXT_SETS:
+        return (np.asarray(train.X, dtype=np.float32), np.asarray(train.Y),
+                np.asarray(test.X, dtype=np.float32), np.asarray(test.Y))
+    from lsnpc.features import extract_features, make_encoder
+
+    encoder = make_encoder("all-MiniLM-L6-v2", num_threads=1)
+    parts = []
+    for i, part in enumerate((train, test)):
+        keep = np.sort(np.random.default_rng(1234 + i).choice(len(part), min(text_pool, len(part)), replace=False))
+        part = part.subset(keep)
+        X = extract_features(part, encoder, cache_dir=feature_cache, progress=False)
+        parts += [np.asarray(X, dtype=np.float32), np.asarray(part.Y)]
+    return tuple(parts)
+
+
+def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
+                home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
     import torch
 
     torch.set_num_threads(1)
     from lsnpc import MLPClassifier, simulate_noise
-    from lsnpc.data import load_dataset, paper_splits
+    from lsnpc.data import paper_splits
     from lsnpc.metrics import macro_f1, micro_f1
 
-    train = load_dataset(dataset, "train", data_home=home)
-    test = load_dataset(dataset, "test", data_home=home)
-    X, Y = np.asarray(train.X, dtype=np.float32), train.Y
-    if max_train is not None and len(X) > max_train:
-        keep = np.random.default_rng(1234).choice(len(X), max_train, replace=False)
-        X, Y = X[keep], Y[keep]
-    Xt, Yt = np.asarray(test.X, dtype=np.float32), test.Y
+    X, Y, Xt, Yt = load_arrays(dataset, home, text_pool, feature_cache)
+    if size != "full" and int(size) < len(X):
+        rows = np.sort(np.random.default_rng(10_000 + seed).choice(len(X), int(size), replace=False))
+        X, Y = X[rows], Y[rows]
     split = paper_splits(len(X), random_state=seed)
     tr, v0, v1 = split["train"], split["val0"], split["val1"]
-    if rate > 0:
-        Y_noisy, _ = simulate_noise(Y[tr], kind, rate, random_state=seed)
-    else:
-        Y_noisy = Y[tr].copy()
-    base = MLPClassifier(random_state=seed).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
+    Y_noisy = simulate_noise(Y[tr], kind, rate, random_state=seed)[0] if rate > 0 else Y[tr].copy()
+    base = MLPClassifier(random_state=seed, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
     P_tr, P_v0, P_v1, P_te = (base.predict_proba(a) for a in (X[tr], X[v0], X[v1], Xt))
-    rows = [dict(dataset=dataset, kind=kind, rate=rate, seed=seed, method="base",
-                 micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te), seconds=0.0)]
+    key = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed)
+    rows_out = [dict(key, method="base", micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te), seconds=0.0)]
     for method in methods:
         started = time.perf_counter()
         corrector = make_corrector(method, seed, base.trunk_)
-        kwargs = dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
+        kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         if method == "lsnpc-semi":
             kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
         corrector.fit(X[tr], P_tr, **kwargs)
+        seconds = time.perf_counter() - started
         Q = corrector.predict_proba(Xt, P_te)
-        rows.append(dict(dataset=dataset, kind=kind, rate=rate, seed=seed, method=method,
-                         micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q),
-                         seconds=time.perf_counter() - started,
-                         blend=corrector.guard_.blend, epoch=corrector.best_epoch_,
-                         epochs=corrector.epochs_))
-    return rows
+        rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q), seconds=seconds,
+                             base_weight=corrector.guard_.base_weight, epoch=corrector.best_epoch_,
+                             epochs=corrector.epochs_))
+    return rows_out
+
+
+def _key(row: dict) -> tuple:
+    return row["dataset"], row["requested"], row["kind"], row["rate"], row["seed"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", nargs="+", default=["scene"])
-    parser.add_argument("--noise", nargs="+", default=["symmetric:0.0", "symmetric:0.3", "pairflip:0.3",
-                                                       "symmetric:0.5", "pairflip:0.5"])
+    parser.add_argument("--datasets", nargs="+", default=None, help="default: scene (with --report: all in --out)")
+    parser.add_argument("--train-sizes", nargs="+", default=["full"],
+                        help='training rows drawn from the canonical training split ("full": all)')
+    parser.add_argument("--noise", nargs="+", default=list(NOISES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--methods", nargs="+", default=["lsnpc"], choices=METHODS)
+    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS,
+                        help="default: lsnpc lsnpc-noval lsnpc-paper lsnpc-paper-noval (with --report: all in --out)")
     parser.add_argument("--data-home", default=str(DEFAULT_HOME))
-    parser.add_argument("--max-train", type=int, default=None, help="subsample large training sets")
+    parser.add_argument("--text-pool", type=int, default=4000, help="texts drawn from each split of a text set")
+    parser.add_argument("--feature-cache", default=None, help="feature cache folder (default: lsnpc's)")
+    parser.add_argument("--out", type=Path, nargs="+", default=None,
+                        help="JSON-lines results file (appended, resumed); with --report, several are merged")
+    parser.add_argument("--report", action="store_true", help="only print the tables of --out")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
 
-    tasks = []
-    for dataset in args.datasets:
-        for spec in args.noise:
-            kind, rate = spec.split(":")
-            for seed in args.seeds:
-                tasks.append((dataset, kind, float(rate), seed, tuple(args.methods), args.data_home, args.max_train))
-    started = time.perf_counter()
-    rows: list[dict] = []
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for result in pool.map(run_setting, *zip(*tasks)):
-            rows.extend(result)
-            r0 = result[0]
-            print(f"  done {r0['dataset']} {r0['kind']}:{r0['rate']} seed {r0['seed']}: "
-                  + ", ".join(f"{r['method']} {100*r['micro']:.1f}/{100*r['macro']:.1f}" for r in result),
-                  flush=True)
-    print_table(rows)
-    print(f"\n{len(tasks)} settings in {time.perf_counter() - started:.0f} s")
+    rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
+    out = None if args.out is None else args.out[0]
+    if not args.report:
+        args.datasets = args.datasets or ["scene"]
+        args.methods = args.methods or ["lsnpc", "lsnpc-noval", "lsnpc-paper", "lsnpc-paper-noval"]
+        done = {(*_key(r), r["method"]) for r in rows}
+        tasks = []
+        for dataset in args.datasets:
+            for size in args.train_sizes:
+                for spec in args.noise:
+                    kind, rate = spec.split(":")
+                    for seed in args.seeds:
+                        task = (dataset, size, kind, float(rate), seed)
+                        todo = tuple(m for m in args.methods if (*task, m) not in done)
+                        if todo:
+                            tasks.append((task, todo))
+        started = time.perf_counter()
+        with ProcessPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(run_setting, *task, todo, args.data_home, args.text_pool, args.feature_cache)
+                       for task, todo in tasks]
+            for future in futures:
+                result = future.result()
+                key = result[0]
+                fresh = [r for r in result if (*_key(r), r["method"]) not in done]
+                done.update((*_key(r), r["method"]) for r in fresh)
+                rows.extend(fresh)
+                if out is not None and fresh:
+                    with open(out, "a") as fh:
+                        fh.writelines(json.dumps(r) + "\n" for r in fresh)
+                print(f"  done {key['dataset']} n={key['size']} {key['kind']}:{key['rate']} seed {key['seed']}: "
+                      + ", ".join(f"{r['method']} {100*r['micro']:.1f}/{100*r['macro']:.1f}" for r in result),
+                      flush=True)
+        print(f"{len(tasks)} settings in {time.perf_counter() - started:.0f} s")
+    print_tables(rows, datasets=args.datasets, methods=args.methods)
 
 
-def print_table(rows: list[dict]) -> None:
+def print_tables(rows: list[dict], datasets: list[str] | None = None, methods: list[str] | None = None) -> None:
     import pandas as pd
 
-    df = pd.DataFrame(rows)
-    base = df[df.method == "base"].set_index(["dataset", "kind", "rate", "seed"])[["micro", "macro"]]
-    df = df.merge(base.add_suffix("_base"), left_on=["dataset", "kind", "rate", "seed"], right_index=True)
+    keys = ["dataset", "size", "kind", "rate", "seed"]
+    df = pd.DataFrame(rows).drop_duplicates(subset=[*keys, "method"])
+    if datasets is not None:
+        df = df[df.dataset.isin(datasets)]
+    if methods is not None:
+        df = df[df.method.isin(["base", *methods])]
+    base = df[df.method == "base"].set_index(keys)[["micro", "macro"]]
+    df = df[df.method != "base"].merge(base.add_suffix("_base"), left_on=keys, right_index=True)
     df["d_micro"] = 100 * (df.micro - df.micro_base)
     df["d_macro"] = 100 * (df.macro - df.macro_base)
-    summary = df.groupby(["dataset", "kind", "rate", "method"], sort=False).agg(
-        micro=("micro", "mean"), macro=("macro", "mean"), d_micro=("d_micro", "mean"),
-        d_macro=("d_macro", "mean"), seconds=("seconds", "mean"))
-    summary[["micro", "macro"]] *= 100
-    print("\n| data set | noise | method | micro-F1 | macro-F1 | Δ micro | Δ macro | fit s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for (dataset, kind, rate, method), r in summary.iterrows():
-        print(f"| {dataset} | {kind} {rate:.0%} | {method} | {r.micro:.1f} | {r.macro:.1f} | "
-              f"{r.d_micro:+.1f} | {r.d_macro:+.1f} | {r.seconds:.1f} |")
+    setting = ["dataset", "size", "kind", "rate"]
+    per = df.groupby(setting + ["method"]).agg(
+        base_micro=("micro_base", "mean"), base_macro=("macro_base", "mean"), d_micro=("d_micro", "mean"),
+        d_macro=("d_macro", "mean"), seconds=("seconds", "mean"), seeds=("seed", "nunique")).reset_index()
+    methods = [m for m in METHODS if m in set(per.method)]
+    print("\n| data set | n | noise | base micro | base macro | "
+          + " | ".join(f"{m} Δ micro / Δ macro" for m in methods) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(methods))
+    for (dataset, size, kind, rate), g in per.groupby(setting, sort=False):
+        g = g.set_index("method")
+        cells = [f"{g.loc[m, 'd_micro']:+.1f} / {g.loc[m, 'd_macro']:+.1f}" if m in g.index else "" for m in methods]
+        noise = "0%" if rate == 0 else f"{NOISE_NAMES.get(kind, kind)} {rate:.0%}"
+        first = g.iloc[0]
+        print(f"| {dataset} | {size} | {noise} | {100 * first.base_micro:.1f} | {100 * first.base_macro:.1f} | "
+              + " | ".join(cells) + " |")
+
+    print("\nAgainst the bar (per setting = data set × size × noise, mean over seeds; Δ in F1 points):")
+    print("| method | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ 30–50% | worst Δ at 0% "
+          "| fit s (mean) |")
+    print("|---|---|---|---|---|---|---|")
+    for method in methods:
+        g = per[per.method == method]
+        noisy, clean = g[g.rate > 0], g[g.rate == 0]
+        worst_noisy = noisy[["d_micro", "d_macro"]].min(axis=1).min() if len(noisy) else float("nan")
+        worst_clean = clean[["d_micro", "d_macro"]].min(axis=1).min() if len(clean) else float("nan")
+        print(f"| {method} | {len(g)} | {noisy.d_micro.mean():+.2f} | {noisy.d_macro.mean():+.2f} | "
+              f"{worst_noisy:+.2f} | {worst_clean:+.2f} | {g.seconds.mean():.1f} |")
 
 
 if __name__ == "__main__":

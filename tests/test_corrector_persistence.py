@@ -46,7 +46,7 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
         fitted.save(target)
     finally:
         os.umask(old)
-    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors"]
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors", "student.safetensors"]
     assert {stat.S_IMODE(p.stat().st_mode) for p in target.iterdir()} == {0o644}
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
     config = json.loads((target / "config.json").read_text())

@@ -61,12 +61,18 @@ def test_prediction_reads_no_random_generator() -> None:
 
 
 def test_validation_scoring_guard_and_predict_agree(scene) -> None:
-    """The selected epoch's validation F1 is what the guard saw and what prediction gives."""
+    """The selected epoch's validation F1 is the correction's at prediction; the guard's is the output's
+    (correction and student) that predict_proba gives before blending."""
     X, P = scene["X"], scene["P"]
     X_val, P_val = scene["Xt"][:300], scene["Pt"][:300]
-    y_val = (P_val > 0.5).astype(np.int64)  # any labels will do: the three numbers must agree
+    y_val = (P_val > 0.5).astype(np.int64)  # any labels will do: the numbers must agree
     model = LSNPC(random_state=0, **SMALL).fit(X, P, X_val=X_val, y_val=y_val, pred_probs_val=P_val)
     best = next(h for h in model.history_ if h["epoch"] == model.best_epoch_)
     corrected = model._raw_correct(X_val, P_val)
-    assert best["val_micro_f1"] == model.guard_.val_corrected_micro_f1 == micro_f1(y_val, corrected)
-    assert best["val_macro_f1"] == model.guard_.val_corrected_macro_f1 == macro_f1(y_val, corrected)
+    assert best["val_micro_f1"] == micro_f1(y_val, corrected)
+    assert best["val_macro_f1"] == macro_f1(y_val, corrected)
+    output = model._output(X_val, P_val)
+    assert model.guard_.val_output_micro_f1 == micro_f1(y_val, output)
+    assert model.guard_.val_output_macro_f1 == macro_f1(y_val, output)
+    blend = model.guard_.blend
+    np.testing.assert_allclose(model.predict_proba(X_val, P_val), blend * output + (1 - blend) * P_val, atol=1e-6)

@@ -75,3 +75,29 @@ def test_only_leftovers_of_finished_writers_are_removed(tmp_path: Path) -> None:
     (dead / "f").write_text("half")
     assert remove_stale_partials(tmp_path / "out", owned=("f",)) == [dead]
     assert live.is_dir() and not dead.exists()
+
+
+def test_a_zombie_process_counts_as_gone() -> None:
+    """A killed runner's workers that nobody reaps (init in some containers does not) hold no claim."""
+    import subprocess
+    import sys
+    import time
+
+    from lsnpc._io import process_alive, process_token
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        token = {**process_token(), "pid": child.pid}
+        deadline = time.time() + 30
+        while time.time() < deadline:  # exited, not yet waited for: a zombie
+            state = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the child did not exit")
+        token["start"] = None
+        assert process_alive(token) is False
+    finally:
+        child.wait()
+    assert process_alive({**process_token()}) is True

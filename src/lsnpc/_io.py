@@ -98,13 +98,20 @@ def process_token() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "start": _start_time(os.getpid())}
 
 
-def _start_time(pid: int) -> int | None:
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks) of a Linux process from /proc; None where unreadable."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # Field 22 (start time in clock ticks); the command name (field 2) may hold spaces, so split after it.
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    # Fields 3 (state) and 22 (start time); the command name (field 2) may hold spaces, so split after it.
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[19])
+
+
+def _start_time(pid: int) -> int | None:
+    stat = _proc_stat(pid)
+    return None if stat is None else stat[1]
 
 
 def process_alive(token: Any) -> bool | None:
@@ -121,8 +128,13 @@ def process_alive(token: Any) -> bool | None:
         return False
     except PermissionError:  # alive, owned by someone else
         pass
+    stat = _proc_stat(pid)
+    if stat is not None and stat[0] in ("Z", "X"):
+        # A zombie: killed or exited, not yet reaped. Where the init process does not reap orphans (as
+        # in some containers) a killed runner's workers stay zombies for good; they hold nothing.
+        return False
     start = token.get("start")
-    return start is None or _start_time(pid) in (None, start)
+    return start is None or stat is None or stat[1] == start
 
 
 def _is_stale(folder: Path, marker: Path) -> bool:

@@ -493,7 +493,7 @@ def correct(
     write_array(target, corrected, columns=columns)
     if as_json:
         _print_json({"out": str(target), "shape": list(corrected.shape), "model": str(model),
-                     "guard_blend": corrector.guard_.get("blend", 1.0)})
+                     "guard_blend": corrector.guard_.blend})
         return
     _console().print(f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}")
 

@@ -9,6 +9,7 @@ Typical use, with a model's predicted probabilities ``P`` (n, L) on features ``X
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable
 from numbers import Integral
@@ -37,11 +38,12 @@ from .._validation import (
     check_scalar,
 )
 from .config import ModelSpec, TrainingConfig, build_model
-from .guard import GuardDecision, decide_blend
+from .guard import GuardDecision, decide_with_validation, decide_without_validation
 from .inference import predict_corrected
 from .label_posterior import label_correction, label_posterior, label_quality
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
+from .student import LabelStudent, fit_student
 from .training import TrainingData, train_latent_shift_model
 
 __all__ = ["LSNPC", "NotFittedError"]
@@ -49,6 +51,7 @@ __all__ = ["LSNPC", "NotFittedError"]
 SELECTIONS = ("auto", "val_f1", "noisy_elbo", "last")
 FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
+STUDENT_WEIGHT = 0.5  # the student's share of the output, beside the post-hoc correction
 # predict warns past this many training standard deviations: no training value can lie that far from
 # the training mean unless the training set has about a million rows (the bound is sqrt(n - 1)).
 _FAR_FROM_TRAINING = 1e3
@@ -61,6 +64,12 @@ class LSNPC(BaseEstimator):
     probabilities on them it learns the generative model of section 4 (a true-label latent z, its
     shifted neighbour ẑ that generated the base model's labels ŷ) and corrects a prediction as
     E[y | x, h] ≈ mean over Monte-Carlo draws of g_φ(x, z), z ~ q(z | ẑ), ẑ ~ q(ẑ | x, ŷ).
+
+    By default two safeguards beyond the paper shape the output (``student``, ``guard``): the corrected
+    posterior relabels the training rows and a student learns those labels from x; the output is the
+    mean of the student and the post-hoc correction, mixed with the base model's probabilities where
+    evidence is missing (no clean labels) or against the output (clean validation labels).
+    ``LSNPC.paper()`` has neither: the correction equation alone, as the paper computes it.
 
     A scikit-learn estimator: the constructor only stores the parameters below (they are checked in
     ``fit``), and ``get_params``, ``set_params``, ``sklearn.base.clone`` and the repr (which shows the
@@ -107,14 +116,20 @@ class LSNPC(BaseEstimator):
         When LSNPC builds its own data encoder (``encoder=None``), pre-train it to predict the base
         probabilities before the VAE training, so the data embedding is informative from the start (the
         feature-only analogue of the paper starting from the base model's backbone).
+    student : bool
+        Relabel the training rows with the corrected posterior and fit a student (a copy of the trained
+        data encoder with a new head, :mod:`lsnpc.corrector.student`) to those labels; the output is
+        the mean of the student's probabilities and the post-hoc correction. False: the correction alone.
     guard : bool
-        With clean validation labels, hand back the blend α · corrected + (1 − α) · base (α in
-        {0, ¼, ½, ¾, 1}) that validation says is best among those that lose neither micro- nor
-        macro-F1 against the base model, on the validation set and in ``guard_confidence`` of its
-        bootstrap resamples, provided the pure correction itself does not lose on validation (else
-        the base model); see :mod:`lsnpc.corrector.guard` and ``guard_``.
-    guard_confidence : float in [0, 1]
-        Share of bootstrap resamples in which a blend must not lose to the base model.
+        Mix the base model back in: output = (1 − w) · LSNPC + w · base. With clean validation labels
+        w is the first of 0, ½, 1 that does not lose micro- or macro-F1 to the base model in
+        ``guard_confidence`` of 500 bootstrap resamples of the validation set; without them
+        w = ``guard_base_weight``, or 1 when the output is implausible on the training rows (a
+        collapse); see :mod:`lsnpc.corrector.guard` and ``guard_``. False: w = 0.
+    guard_confidence : float in (0, 1]
+        Share of bootstrap resamples in which a candidate must lose to the base model to be passed over.
+    guard_base_weight : float in [0, 1]
+        w when no clean validation labels are given.
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -147,7 +162,9 @@ class LSNPC(BaseEstimator):
     best_epoch_ : int             the selected epoch (1-based; 0 = the warm start)
     selection_ : str              which criterion chose it and which labels it used
     history_ : list of dict       per-epoch losses and validation scores
-    guard_ : GuardDecision        the guard's decision and its evidence (``guard_.blend`` is applied)
+    guard_ : GuardDecision        the guard's decision and its evidence (``guard_.blend`` = 1 − w is applied)
+    student_ : LabelStudent or None   the fitted student (``student=True``)
+    student_info_ : dict or None  the student's epochs, the one kept and how it was chosen
     """
 
     def __init__(
@@ -171,8 +188,10 @@ class LSNPC(BaseEstimator):
         train_feed: str = "sample",
         predict_feed: str = "probs",
         warm_start: bool = True,
+        student: bool = True,
         guard: bool = True,
-        guard_confidence: float = 0.5,
+        guard_confidence: float = 0.75,
+        guard_base_weight: float = 0.25,
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int | str = "auto",
@@ -199,8 +218,10 @@ class LSNPC(BaseEstimator):
         self.train_feed = train_feed
         self.predict_feed = predict_feed
         self.warm_start = warm_start
+        self.student = student
         self.guard = guard
         self.guard_confidence = guard_confidence
+        self.guard_base_weight = guard_base_weight
         self.schedule = schedule
         self.holdout_fraction = holdout_fraction
         self.min_steps = min_steps
@@ -216,13 +237,14 @@ class LSNPC(BaseEstimator):
 
         20 epochs, batch 32, AdamW lr 2e-4, weight decay 1e-5, β 0.01, η 0.5, ν = ν0 = 2.01, cosine
         annealing with a 10-epoch period stepped per epoch, epoch chosen by clean validation micro-F1
-        (or noisy ELBO without one), no guard. Pass ``encoder=base.trunk_`` to start from the base model's
-        backbone as the paper does; without it LSNPC's own encoder is warm-started on the probabilities.
+        (or noisy ELBO without one), no student, no guard: the output is the correction equation alone.
+        Pass ``encoder=base.trunk_`` to start from the base model's backbone as the paper does; without it
+        LSNPC's own encoder is warm-started on the probabilities.
         """
         params: dict[str, Any] = dict(
             latent="student", nu=2.01, nu0=2.01, beta=0.01, eta=0.5, epochs=20, batch_size=32,
             lr=2e-4, weight_decay=1e-5, n_samples=5, selection="auto", schedule="paper",
-            guard=False, warm_start=True,
+            student=False, guard=False, warm_start=True,
         )
         params.update(overrides)
         return cls(**params)
@@ -246,11 +268,12 @@ class LSNPC(BaseEstimator):
         check_in_choices(self.train_feed, "train_feed", FEEDS)
         check_in_choices(self.predict_feed, "predict_feed", FEEDS)
         check_in_choices(self.schedule, "schedule", SCHEDULES)
-        check_scalar(self.guard_confidence, "guard_confidence", low=0, high=1)
+        check_scalar(self.guard_confidence, "guard_confidence", low=0, high=1, low_inclusive=False)
+        check_scalar(self.guard_base_weight, "guard_base_weight", low=0, high=1)
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
-        for name in ("warm_start", "guard", "verbose"):
+        for name in ("warm_start", "student", "guard", "verbose"):
             check_bool(getattr(self, name), name)
         check_random_state(self.random_state)
         resolve_device(self.device)
@@ -350,19 +373,46 @@ class LSNPC(BaseEstimator):
         self.best_epoch_ = result.best_epoch
         self.history_ = result.history
         self.selection_ = result.selection_description
-        if self.guard and val is not None:
-            self.guard_ = self._decide_guard(*val)
-        else:
-            self.guard_ = GuardDecision.skipped("guard=False" if not self.guard else "no clean validation labels")
+        self.student_, self.student_info_ = None, None
+        corrected_train = None
+        if self.student:
+            corrected_train = self._raw_correct(Xa, P)
+            self._fit_student(Xa, corrected_train, val, seed=torch_seed_from(rng))
+        self.guard_ = self._decide_guard(Xa, P, val, corrected_train)
         return self
 
+    def _fit_student(
+        self, X: np.ndarray, targets: np.ndarray, val: tuple[np.ndarray, ...] | None, *, seed: int
+    ) -> None:
+        """Fit ``student_`` to the corrected posterior ``targets`` (n, L) of the training rows."""
+        encoder = copy.deepcopy(self.model_.data_encoder)
+        with num_threads(self.n_threads), seeded(seed, self.device_):
+            student = LabelStudent(encoder, self.data_dim_, self.n_labels_).to(self.device_)
+            result = fit_student(
+                student, torch.as_tensor(X, device=self.device_), torch.as_tensor(targets, device=self.device_),
+                val=None if val is None else (val[0], val[1]),
+            )
+        self.student_ = student
+        self.student_info_ = {
+            "weight": STUDENT_WEIGHT, "epochs": result.epochs, "best_epoch": result.best_epoch,
+            "selection": result.selection, "val_micro_f1": result.val_scores,
+        }
+
     # ------------------------------------------------------------------ guard
-    def _decide_guard(self, X_val: np.ndarray, y_val: np.ndarray, p_val: np.ndarray) -> GuardDecision:
-        """The guard's decision on the validation triple (see :mod:`lsnpc.corrector.guard`)."""
-        corrected = self._raw_correct(X_val, p_val)
-        return decide_blend(
-            y_val, corrected, p_val, confidence=float(self.guard_confidence),
-            rng=np.random.default_rng(self.predict_seed_),
+    def _decide_guard(
+        self, X: np.ndarray, P: np.ndarray, val: tuple[np.ndarray, ...] | None, corrected_train: np.ndarray | None
+    ) -> GuardDecision:
+        """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`)."""
+        if not self.guard:
+            return GuardDecision.skipped("guard=False")
+        if val is not None:
+            X_val, y_val, p_val = val
+            return decide_with_validation(
+                y_val, self._output(X_val, p_val), p_val, confidence=float(self.guard_confidence),
+                rng=np.random.default_rng(self.predict_seed_),
+            )
+        return decide_without_validation(
+            self._output(X, P, corrected_train), P, base_weight=float(self.guard_base_weight)
         )
 
     # ------------------------------------------------------------------ predict
@@ -408,6 +458,24 @@ class LSNPC(BaseEstimator):
         with num_threads(self.n_threads):
             return predict_corrected(self.model_, X, P, feed=self.predict_feed, device=self.device_)
 
+    def _output(self, X: np.ndarray, P: np.ndarray, corrected: np.ndarray | None = None) -> np.ndarray:
+        """LSNPC's output before the guard: the correction, averaged with the student's probabilities
+        when there is one. ``corrected``: the correction of (X, P) when already computed."""
+        if corrected is None:
+            corrected = self._raw_correct(X, P)
+        if self.student_ is not None:
+            with num_threads(self.n_threads):
+                taught = self.student_.predict_proba(torch.as_tensor(X, device=self.device_)).cpu().numpy()
+            corrected = ((1 - STUDENT_WEIGHT) * corrected + STUDENT_WEIGHT * taught).astype(np.float32)
+        finite = np.isfinite(corrected).all(axis=1)
+        if not finite.all():
+            raise ValueError(
+                f"LSNPC computed non-finite probabilities for {int((~finite).sum())} of {len(finite)} rows "
+                f"(first: row {int(np.argmin(finite))}); the model's weights are damaged or X is far outside "
+                "its training data"
+            )
+        return corrected
+
     def predict_proba(self, X: Any, pred_probs: Any) -> np.ndarray:
         """Corrected label probabilities.
 
@@ -418,24 +486,18 @@ class LSNPC(BaseEstimator):
 
         Returns
         -------
-        ndarray (n, L) float32 in [0, 1]: E[y | x, h] by Monte Carlo (``n_samples`` draws), blended with
-        the base probabilities as the guard decided (``guard_.blend``, 1.0 = pure LSNPC).
+        ndarray (n, L) float32 in [0, 1]: E[y | x, h] by Monte Carlo (``n_samples`` draws), averaged with
+        the student's probabilities (``student=True``), then mixed with the base probabilities as the
+        guard decided: blend · that + (1 − blend) · pred_probs, blend = ``guard_.blend`` (1 − w).
         """
         Xa, P = self._check_predict_input(X, pred_probs)
         alpha = self.guard_.blend
         if alpha == 0.0:
             return P.copy()
-        corrected = self._raw_correct(Xa, P)
-        finite = np.isfinite(corrected).all(axis=1)
-        if not finite.all():
-            raise ValueError(
-                f"LSNPC computed non-finite probabilities for {int((~finite).sum())} of {len(finite)} rows "
-                f"(first: row {int(np.argmin(finite))}); the model's weights are damaged or X is far outside "
-                "its training data"
-            )
+        output = self._output(Xa, P)
         if alpha == 1.0:
-            return corrected
-        return (alpha * corrected + (1 - alpha) * P).astype(np.float32)
+            return output
+        return (alpha * output + (1 - alpha) * P).astype(np.float32)
 
     def predict(self, X: Any, pred_probs: Any, threshold: float = 0.5) -> np.ndarray:
         """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold``."""
@@ -489,7 +551,7 @@ class LSNPC(BaseEstimator):
         fitted = {name: getattr(self, name) for name in FITTED_FIELDS}
         fitted["guard_"] = self.guard_.to_dict()
         save_corrector(path, params=self.get_params(deep=False), fitted=fitted, model=self.model_,
-                       overwrite=overwrite)
+                       student=self.student_, overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path, *, encoder: nn.Module | None = None, device: str = "cpu") -> LSNPC:
@@ -523,8 +585,13 @@ class LSNPC(BaseEstimator):
         )
         saved.load_weights(model)
         model.to(dev).eval()
+        student = None
+        if fitted["student_info_"] is not None:
+            student = LabelStudent(copy.deepcopy(model.data_encoder), int(fitted["data_dim_"]), int(fitted["n_labels_"]))
+            saved.load_weights(student, student=True)
         for name in FITTED_FIELDS:
             setattr(estimator, name, fitted[name])
+        estimator.student_ = None if student is None else student.to(dev).eval()
         try:
             estimator.guard_ = GuardDecision.from_dict(fitted["guard_"])
         except ValueError as exc:

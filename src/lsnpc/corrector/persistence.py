@@ -4,8 +4,10 @@ Layout of ``path/``::
 
     config.json         {"format": "lsnpc", "format_version": 2, "params": {...}, "fitted": {...},
                          "weights": {"file": "model.safetensors", "sha256": ...},
+                         ["student_weights": {"file": "student.safetensors", "sha256": ...},]
                          "config_sha256": <the SHA-256 of the rest of this JSON>}
     model.safetensors   every tensor of the model's state dict
+    student.safetensors the corrected-label student's state dict (only when the corrector has one)
 
 Nothing is pickled. Saving never replaces a folder that is not a saved model, replaces a model only
 when asked to, and deletes nothing it did not write (:func:`lsnpc._io.atomic_directory`). Loading
@@ -13,7 +15,7 @@ refuses, with one ValueError that says what is wrong, anything damaged or incons
 that does not match (weights or config), a fitted field of the wrong type or range, weights whose
 names, shapes or constants (ν, ν0) disagree with the config, or non-finite weights. Format version 1
 files (no checksums) still load, with a warning that their integrity cannot be verified; saving one
-again writes version 2.
+again writes version 2. A model saved before correctors had a student loads with none.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
-OWNED_FILES = (CONFIG_NAME, WEIGHTS_NAME)
+STUDENT_WEIGHTS_NAME = "student.safetensors"
+OWNED_FILES = (CONFIG_NAME, WEIGHTS_NAME, STUDENT_WEIGHTS_NAME)
 # Buffers that hold parameters rather than learned state: they must equal what the config says.
 _CONSTANT_BUFFERS = ("nu", "nu0")
 # The parameters that shape the networks, also written into the weights file's metadata, so weights
@@ -51,7 +54,7 @@ _CONSTANT_BUFFERS = ("nu", "nu0")
 _SPEC_PARAMS = ("latent", "nu", "nu0", "latent_dim", "label_embedding_dim", "hidden_dim")
 
 FITTED_FIELDS = ("n_features_in_", "input_shape_", "n_labels_", "data_dim_", "epochs_", "best_epoch_",
-                 "selection_", "history_", "guard_", "predict_seed_")
+                 "selection_", "history_", "guard_", "predict_seed_", "student_info_")
 
 
 def _jsonable(value: Any) -> Any:
@@ -110,14 +113,20 @@ def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
     check_replaceable(path, OWNED_FILES)
 
 
+def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
+
+
 def save_corrector(
-    path: str | Path, *, params: dict[str, Any], fitted: dict[str, Any], model: nn.Module, overwrite: bool = False
+    path: str | Path, *, params: dict[str, Any], fitted: dict[str, Any], model: nn.Module,
+    student: nn.Module | None = None, overwrite: bool = False,
 ) -> Path:
     """Write a fitted corrector to the directory ``path`` atomically; return the path.
 
     ``params``: the estimator's constructor parameters (``encoder`` is recorded only as "user" or
     "builtin": its code is the user's); ``fitted``: the learned attributes of :data:`FITTED_FIELDS`;
-    ``model``: the trained networks, whose state dict becomes the safetensors file. An existing
+    ``model``: the trained networks, whose state dict becomes the safetensors file; ``student``: the
+    corrected-label student, written to a second safetensors file when given. An existing
     saved model at ``path`` is replaced only with ``overwrite``; anything else there is never
     replaced (FileExistsError).
     """
@@ -134,13 +143,16 @@ def save_corrector(
         "params": params,
         "fitted": {name: fitted[name] for name in FITTED_FIELDS},
     }
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     target = Path(path)
     check_save_target(target, overwrite=overwrite)
     with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
         weights = tmp / WEIGHTS_NAME
-        save_file(state, str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
+        save_file(_cpu_state(model), str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
         config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
+        if student is not None:
+            student_weights = tmp / STUDENT_WEIGHTS_NAME
+            save_file(_cpu_state(student), str(student_weights), metadata={"format": FORMAT})
+            config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": _file_digest(student_weights)}
         config = _jsonable(config)
         config["config_sha256"] = _config_digest(config)
         atomic_write_json(tmp / CONFIG_NAME, config)
@@ -156,17 +168,20 @@ class SavedCorrector:
     fitted: dict[str, Any]
     user_encoder: bool
     weights_sha256: str | None  # None for format version 1 (no checksum recorded)
+    student_sha256: str | None = None  # the student's weights (None: no student, or format version 1)
 
-    def load_weights(self, model: nn.Module) -> None:
-        """Load the saved state dict into ``model`` (built from ``params`` by ``build_model``).
+    def load_weights(self, model: nn.Module, *, student: bool = False) -> None:
+        """Load the saved state dict into ``model`` (built from ``params`` by ``build_model``), or with
+        ``student=True`` the student's into ``model`` (a :class:`~lsnpc.corrector.student.LabelStudent`).
 
         Refuses weights whose checksum, names, shapes, constants (ν, ν0) or values (non-finite) are
         not those of the config.
         """
-        weights = self.path / WEIGHTS_NAME
+        weights = self.path / (STUDENT_WEIGHTS_NAME if student else WEIGHTS_NAME)
         if not weights.is_file():
-            raise ValueError(f"{str(self.path)!r} has no {WEIGHTS_NAME}: the saved model is incomplete")
-        if self.weights_sha256 is not None and _file_digest(weights) != self.weights_sha256:
+            raise ValueError(f"{str(self.path)!r} has no {weights.name}: the saved model is incomplete")
+        expected_sha256 = self.student_sha256 if student else self.weights_sha256
+        if expected_sha256 is not None and _file_digest(weights) != expected_sha256:
             raise ValueError(f"{weights} is damaged: its SHA-256 does not match the one in {CONFIG_NAME}")
         try:
             with safe_open(str(weights), framework="pt", device="cpu") as fh:
@@ -174,7 +189,7 @@ class SavedCorrector:
                 state = {name: fh.get_tensor(name) for name in fh.keys()}
         except (SafetensorError, OSError, ValueError) as exc:
             raise ValueError(f"{weights} is corrupt or not a safetensors file: {exc}") from exc
-        if "model_spec" in metadata and metadata["model_spec"] != _spec_json(self.params):
+        if not student and "model_spec" in metadata and metadata["model_spec"] != _spec_json(self.params):
             saved, described = json.loads(metadata["model_spec"]), json.loads(_spec_json(self.params))
             differ = [k for k in _SPEC_PARAMS if saved.get(k) != described.get(k)]
             raise ValueError(
@@ -215,17 +230,23 @@ def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorre
     if not user_encoder and encoder is not None:
         raise ValueError(f"{str(path)!r} uses LSNPC's own data encoder; do not pass encoder= to load it")
     fitted = _check_fitted(config["fitted"], config_path)
-    weights_sha256 = None
+    weights_sha256 = student_sha256 = None
     if config["format_version"] >= 2:
-        weights = config["weights"]
-        if (not isinstance(weights, dict) or weights.get("file") != WEIGHTS_NAME
-                or not isinstance(weights.get("sha256"), str)):
-            raise ValueError(f"{config_path} is damaged: 'weights' must name {WEIGHTS_NAME} and its sha256")
-        weights_sha256 = weights["sha256"]
+        weights_sha256 = _weights_entry(config, "weights", WEIGHTS_NAME, config_path)
+        if fitted["student_info_"] is not None:
+            student_sha256 = _weights_entry(config, "student_weights", STUDENT_WEIGHTS_NAME, config_path)
     else:
         warnings.warn(f"{str(path)!r} was saved by an older lsnpc (format version 1) without checksums, so "
                       "damage to it cannot be detected; save it again to add them", UserWarning, stacklevel=3)
-    return SavedCorrector(path, dict(config["params"]), fitted, user_encoder, weights_sha256)
+    return SavedCorrector(path, dict(config["params"]), fitted, user_encoder, weights_sha256, student_sha256)
+
+
+def _weights_entry(config: dict[str, Any], key: str, file_name: str, config_path: Path) -> str:
+    """The sha256 recorded under ``key`` for ``file_name``; a ValueError when the entry is damaged."""
+    entry = config.get(key)
+    if not isinstance(entry, dict) or entry.get("file") != file_name or not isinstance(entry.get("sha256"), str):
+        raise ValueError(f"{config_path} is damaged: {key!r} must name {file_name} and its sha256")
+    return entry["sha256"]
 
 
 def _read_config(path: Path) -> dict[str, Any]:
@@ -264,6 +285,7 @@ def _is_int(value: Any, low: int, high: float = math.inf) -> bool:
 
 def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
     """The fitted fields of a config, each checked for its type and range (ValueError naming it)."""
+    raw = {"student_info_": None, **raw}  # saved before correctors had a student
     missing = [name for name in FITTED_FIELDS if name not in raw]
     if missing:
         raise ValueError(f"{config_path} is incomplete: fitted fields {', '.join(missing)} are missing")
@@ -289,4 +311,6 @@ def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
         raise bad("selection_", "a string")
     if not isinstance(fitted["history_"], list) or not all(isinstance(h, dict) for h in fitted["history_"]):
         raise bad("history_", "a list of objects")
+    if fitted["student_info_"] is not None and not isinstance(fitted["student_info_"], dict):
+        raise bad("student_info_", "an object or null")
     return fitted  # guard_ is checked by GuardDecision.from_dict
