@@ -82,7 +82,7 @@ def run_setting(dataset: str, kind: str, rate: float, seed: int, home: str, max_
     from cleanlab.multilabel_classification.rank import get_label_quality_scores_per_class
     from sklearn.metrics import average_precision_score, roc_auc_score
 
-    from lsnpc import LSNPC
+    from lsnpc.label_issues import fit_corrector
 
     X, Y, Xt, Yt = load(dataset, home, max_train)
     Yn, P = noisy_and_oof(X, Y, kind, rate, seed, cache, dataset)
@@ -90,7 +90,7 @@ def run_setting(dataset: str, kind: str, rate: float, seed: int, home: str, max_
     row = dict(dataset=dataset, kind=kind, rate=rate, seed=seed, flipped=float(flipped.mean()))
 
     started = time.perf_counter()
-    corrector = LSNPC(random_state=seed, n_threads=1).fit(X, P)
+    corrector, _ = fit_corrector(Yn, P, features=X, random_state=seed, n_threads=1)  # the label functions' LSNPC
     scores = corrector.label_quality_scores(X, Yn, P)
     corrected = corrector.correct_labels(X, Yn, P)
     issues = corrected != Yn  # what find_label_issues returns

@@ -167,13 +167,22 @@ def test_scores_find_flipped_entries_on_scene(scene_noisy) -> None:
 
 def test_functions_equal_the_methods_of_one_fit(scene_noisy) -> None:
     X, Yn, P = (scene_noisy[k][:400] for k in ("X", "Yn", "P"))
-    corrector = LSNPC(random_state=3, **FAST).fit(X, P)
+    corrector = LSNPC(random_state=3, student=False, guard=False, **FAST).fit(X, P)
     np.testing.assert_array_equal(label_quality_scores(Yn, P, features=X, random_state=3, **FAST),
                                   corrector.label_quality_scores(X, Yn, P))
     np.testing.assert_array_equal(correct_labels(Yn, P, features=X, random_state=3, **FAST),
                                   corrector.correct_labels(X, Yn, P))
     issues = find_label_issues(Yn, P, features=X, random_state=3, **FAST)
     assert issues.dtype == bool and issues.shape == Yn.shape
+
+
+def test_the_pinned_corrector_yields_to_the_callers_params() -> None:
+    X, Y = make_toy_multilabel(80, 4, 3, seed=1)
+    P = np.clip(Y * 0.7 + 0.15, 0, 1)
+    plain, _ = fit_corrector(Y, P, features=X, **FAST)
+    assert plain.student_ is None and not plain.guard_.applied and plain.random_state == 0
+    chosen, _ = fit_corrector(Y, P, features=X, student=True, guard=True, random_state=5, **FAST)
+    assert chosen.student_ is not None and chosen.guard_.applied and chosen.random_state == 5
 
 
 def test_bad_input_names_the_argument() -> None:
