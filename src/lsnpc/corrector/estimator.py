@@ -517,8 +517,10 @@ class LSNPC(BaseEstimator):
 
         ``labels``: the given (noisy) labels of the rows X, multi-hot (n, L) or lists of class indices;
         ``pred_probs``: a model's out-of-fold probabilities on them (``lsnpc.cross_val_pred_probs``).
-        The prior is this corrector's correction of ``pred_probs`` blended with them; the noise, a swap
-        channel estimated from the labels and ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`).
+        The prior is this corrector's output on ``pred_probs`` (:meth:`predict_proba`, student and guard
+        included) blended with them; the noise, a swap channel estimated from the labels and ``pred_probs``
+        (:mod:`lsnpc.corrector.label_posterior`). The functions ``lsnpc.label_quality_scores`` etc. fit
+        ``LSNPC(student=False, guard=False)``: the plain correction, as cheap and as good here.
         """
         return label_posterior(*self._label_inputs(X, labels, pred_probs))
 
