@@ -1,6 +1,7 @@
 """Read and write user arrays (features, probabilities, labels) as .npy, .csv or .parquet.
 
-Used by the command line. A CSV may have a header row (kept as column names, so corrected
+The command line reads and writes every user array through these; they are public so that scripts read
+files exactly as ``lsnpc fit`` / ``lsnpc correct`` do. A CSV may have a header row (kept as column names, so corrected
 probabilities are written back under the same names) and an index column as pandas writes it (dropped);
 a parquet file's columns are all read. Writes are atomic.
 """
@@ -114,7 +115,3 @@ def write_array(path: str | Path, array: np.ndarray, *, columns: list[str] | Non
             pd.DataFrame(array.reshape(len(array), -1), columns=names).to_parquet(tmp, index=False)
     return path
 
-
-def describe(array: Any) -> str:
-    """A short shape description for messages."""
-    return "x".join(str(s) for s in np.shape(array))

@@ -1,0 +1,108 @@
+"""``lsnpc label-issues``: wrong training labels found and corrected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ._app import _console, _parse_sets, _read, _user_errors, app
+
+
+@app.command("label-issues")
+@_user_errors
+def label_issues(
+    features: Annotated[Path, typer.Option(help="Features X, shape (n, d), of the labelled rows.")],
+    labels: Annotated[Path, typer.Option(help="The given (possibly wrong) 0/1 labels, shape (n, L); a CSV header "
+                                              "names the labels.")],
+    probs: Annotated[Path, typer.Option(help="A model's out-of-fold probabilities on the rows, shape (n, L).")],
+    out: Annotated[Path, typer.Option(help="Where to write the ranked issues (CSV: row, label, given, suggested, "
+                                           "score).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of text.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Any LSNPC parameter, NAME=VALUE (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same issues.")] = 0,
+    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
+    threads: Annotated[int, typer.Option(help="Torch threads (1 is fastest for these small networks).")] = 1,
+) -> None:
+    """Find the labels that look wrong and suggest what they should be (LSNPC's label posterior).
+
+    Writes every flagged entry, most suspicious first (score = how likely the given label is right),
+    and prints how many entries, rows and labels are affected.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    if out.suffix.lower() != ".csv":
+        raise ValueError(f"--out must end in .csv; got {str(out)!r}")
+    if out.exists() and not force:
+        raise ValueError(f"--out {out} exists; pass --force to replace it")
+    stderr = Console(stderr=True)
+    steps = ("reading the arrays", "fitting LSNPC", "scoring the labels", "writing the table")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=stderr, transient=True, disable=not stderr.is_terminal) as progress:
+        bar = progress.add_task(steps[0], total=len(steps))
+        X, _ = _read(features, "--features")
+        Y, names = _read(labels, "--labels")
+        P, _ = _read(probs, "--probs")
+        progress.update(bar, advance=1, description=steps[1])
+        from lsnpc.label_issues import fit_corrector
+
+        params = {**_parse_sets(set_), "random_state": seed, "device": device, "n_threads": threads}
+        corrector, given = fit_corrector(*_check_label_arrays(X, Y, P), features=X, **params)
+        progress.update(bar, advance=1, description=steps[2])
+        scores = corrector.label_quality_scores(X, given, P)
+        suggested = corrector.correct_labels(X, given, P)
+        progress.update(bar, advance=1, description=steps[3])
+        summary = _write_issues(out, given, suggested, scores, names)
+        progress.update(bar, advance=1)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    console = _console()
+    console.print(f"{summary['entries']} label entries look wrong ({summary['entries_share']:.2%} of "
+                  f"{summary['n_rows']} x {summary['n_labels']}), in {summary['rows']} rows and {summary['labels']} "
+                  f"labels; written, most suspicious first, to {out}")
+    if summary["worst_labels"]:
+        console.print("labels with the most issues: " + ", ".join(
+            f"{w['label']} ({w['issues']})" for w in summary["worst_labels"]))
+
+
+def _check_label_arrays(X: Any, Y: Any, P: Any) -> tuple[Any, Any]:
+    """The labels and probabilities checked under the command's flag names."""
+    from lsnpc._validation import check_multilabel, check_probabilities, check_same_n_samples
+
+    P = check_probabilities(P, "--probs", min_samples=2)
+    Y = check_multilabel(Y, "--labels", min_samples=2)
+    if Y.shape[1] != P.shape[1]:
+        raise ValueError(f"--labels has {Y.shape[1]} label columns, but --probs has {P.shape[1]}")
+    check_same_n_samples(**{"--features": X, "--labels": Y, "--probs": P})
+    return Y, P
+
+
+def _write_issues(out: Path, given: Any, suggested: Any, scores: Any, names: list[str] | None) -> dict[str, Any]:
+    """Write the flagged entries ranked by score (atomically) and return the summary."""
+    import numpy as np
+    import pandas as pd
+
+    from lsnpc._io import atomic_path
+
+    rows, cols = np.nonzero(suggested != given)
+    order = np.argsort(scores[rows, cols], kind="stable")
+    rows, cols = rows[order], cols[order]
+    label_names = names if names is not None and len(names) == given.shape[1] else [str(k) for k in range(given.shape[1])]
+    table = pd.DataFrame({"row": rows, "label": [label_names[k] for k in cols], "given": given[rows, cols],
+                          "suggested": suggested[rows, cols], "score": np.round(scores[rows, cols], 6)})
+    with atomic_path(out, suffix=".csv") as tmp:
+        table.to_csv(tmp, index=False)
+    per_label = np.bincount(cols, minlength=given.shape[1])
+    worst = [k for k in np.argsort(-per_label, kind="stable")[:5] if per_label[k] > 0]
+    return {
+        "entries": int(len(rows)), "entries_share": float(len(rows) / given.size),
+        "rows": int(len(np.unique(rows))), "labels": int((per_label > 0).sum()),
+        "n_rows": int(given.shape[0]), "n_labels": int(given.shape[1]), "out": str(out),
+        "worst_labels": [{"label": label_names[k], "issues": int(per_label[k])} for k in worst],
+    }
+
