@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.metrics import roc_auc_score
+from scipy.special import expit, logit
+from sklearn.metrics import average_precision_score, roc_auc_score
 
 from lsnpc import LSNPC, MLPClassifier, correct_labels, cross_val_pred_probs, find_label_issues, label_quality_scores
 from lsnpc._validation import check_multilabel
-from lsnpc.corrector.label_posterior import anchor_transition, swap_posterior, swap_relabel
+from lsnpc.corrector.label_posterior import label_quality, swap_posterior, swap_relabel, swap_transition
 from lsnpc.data import load_dataset
 from lsnpc.label_issues import fit_corrector
 from lsnpc.noise import simulate_noise, transition_matrix
@@ -72,12 +73,60 @@ def test_swap_posterior_by_hand() -> None:
     np.testing.assert_array_equal(swap_relabel(np.array([[1, 0, 0]]), prior, T), [[0, 1, 0]])
 
 
-def test_anchor_transition_recovers_a_pairflip_matrix() -> None:
-    rng = np.random.default_rng(0)
-    T = transition_matrix("pairflip", 0.3, 4)
-    true = np.eye(4)[rng.integers(0, 4, 2000)]  # one label per row: every row is an anchor of its class
-    P = np.clip(true @ T + rng.normal(0, 0.02, true.shape), 0, 1)
-    np.testing.assert_allclose(anchor_transition(P), T, atol=0.05)
+def _noisy_views(true: np.ndarray, T: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Given labels drawn through the swap channel T, and probabilities a model trained on such labels
+    would give: E[given | true] plus a little noise."""
+    rng = np.random.default_rng(seed)
+    given = np.zeros_like(true)
+    for i, k in zip(*np.nonzero(true), strict=True):
+        given[i, rng.choice(T.shape[1], p=T[k])] = 1
+    expected = np.clip(true @ T, 0, 1)
+    return given, np.clip(expected + rng.normal(0, 0.03, true.shape), 0.001, 0.999)
+
+
+def test_swap_transition_finds_where_labels_go() -> None:
+    # one label a row, pairflip at 30%: every row of T sends its moved mass to the next label
+    true = np.eye(5, dtype=np.int64)[np.random.default_rng(0).integers(0, 5, 3000)]
+    given, P = _noisy_views(true, transition_matrix("pairflip", 0.3, 5), seed=1)
+    T = swap_transition(given, P, noise_rate=0.3)
+    np.testing.assert_allclose(T.sum(1), 1.0)
+    np.testing.assert_allclose(np.diag(T), 0.7)
+    off = T - np.diag(np.diag(T))
+    np.testing.assert_array_equal(off.argmax(1), (np.arange(5) + 1) % 5)
+    assert (off.max(1) > 0.2).all()  # most of the 0.3 goes to the one destination
+    # symmetric noise: no destination stands out
+    given, P = _noisy_views(true, transition_matrix("symmetric", 0.3, 5), seed=2)
+    off = swap_transition(given, P, noise_rate=0.3)
+    off = off[~np.eye(5, dtype=bool)]
+    assert off.max() < 2 * off.min()
+
+
+def test_swap_transition_ignores_labels_a_row_was_given() -> None:
+    # label 1 always comes with label 0 (and is given with it); 0's moved labels go to 2. A row's
+    # probability on a label it was given is co-occurrence, not noise: 2, not 1, is 0's destination.
+    rng = np.random.default_rng(3)
+    true = np.eye(4, dtype=np.int64)[rng.integers(0, 4, 3000)]
+    true[true[:, 0] == 1, 1] = 1
+    T = np.eye(4)
+    T[0] = [0.7, 0.0, 0.3, 0.0]
+    given, P = _noisy_views(true, T, seed=4)
+    estimate = swap_transition(given, P, noise_rate=0.3)
+    assert estimate[0, 2] > 0.2 > estimate[0, 1]
+
+
+def test_label_quality_blends_the_posterior_with_self_confidence() -> None:
+    rng = np.random.default_rng(5)
+    given = (rng.random((50, 4)) < 0.3).astype(np.int64)
+    P, corrected = rng.uniform(0.05, 0.95, (2, 50, 4))
+    pure = label_quality(given, P, corrected, self_confidence_weight=0.0)
+    posterior = swap_posterior(given, expit(0.75 * logit(P) + 0.25 * logit(corrected)), swap_transition(given, P))
+    np.testing.assert_allclose(pure, np.where(given == 1, posterior, 1 - posterior), atol=1e-5)
+    # all weight on the model's confidence: cleanlab's self-confidence score
+    np.testing.assert_allclose(label_quality(given, P, corrected, self_confidence_weight=1.0),
+                               np.where(given == 1, P, 1 - P), atol=1e-5)
+    blend = label_quality(given, P, corrected)
+    assert ((blend >= np.minimum(pure, np.where(given == 1, P, 1 - P)) - 1e-9)
+            & (blend <= np.maximum(pure, np.where(given == 1, P, 1 - P)) + 1e-9)).all()
 
 
 # ----------------------------------------------------------------------------- end to end on real data
@@ -98,7 +147,11 @@ def test_scores_find_flipped_entries_on_scene(scene_noisy) -> None:
     scores = corrector.label_quality_scores(X, Yn, P)
     assert scores.shape == Yn.shape and scores.min() >= 0 and scores.max() <= 1
     flipped = Yn != Y
-    assert roc_auc_score(flipped.ravel(), -scores.ravel()) > 0.88  # chance is 0.5
+    # better than the model's own confidence in the given label (cleanlab's self-confidence score)
+    self_confidence = np.where(Yn == 1, P, 1 - P)
+    auroc, auroc_self = (roc_auc_score(flipped.ravel(), -s.ravel()) for s in (scores, self_confidence))
+    ap, ap_self = (average_precision_score(flipped.ravel(), -s.ravel()) for s in (scores, self_confidence))
+    assert auroc > 0.92 and auroc > auroc_self + 0.01 and ap > ap_self + 0.03
 
     suggested = corrector.correct_labels(X, Yn, P)
     issues = corrector.find_label_issues(X, Yn, P)
@@ -114,13 +167,22 @@ def test_scores_find_flipped_entries_on_scene(scene_noisy) -> None:
 
 def test_functions_equal_the_methods_of_one_fit(scene_noisy) -> None:
     X, Yn, P = (scene_noisy[k][:400] for k in ("X", "Yn", "P"))
-    corrector = LSNPC(random_state=3, **FAST).fit(X, P)
+    corrector = LSNPC(random_state=3, student=False, guard=False, **FAST).fit(X, P)
     np.testing.assert_array_equal(label_quality_scores(Yn, P, features=X, random_state=3, **FAST),
                                   corrector.label_quality_scores(X, Yn, P))
     np.testing.assert_array_equal(correct_labels(Yn, P, features=X, random_state=3, **FAST),
                                   corrector.correct_labels(X, Yn, P))
     issues = find_label_issues(Yn, P, features=X, random_state=3, **FAST)
     assert issues.dtype == bool and issues.shape == Yn.shape
+
+
+def test_the_pinned_corrector_yields_to_the_callers_params() -> None:
+    X, Y = make_toy_multilabel(80, 4, 3, seed=1)
+    P = np.clip(Y * 0.7 + 0.15, 0, 1)
+    plain, _ = fit_corrector(Y, P, features=X, **FAST)
+    assert plain.student_ is None and not plain.guard_.applied and plain.random_state == 0
+    chosen, _ = fit_corrector(Y, P, features=X, student=True, guard=True, random_state=5, **FAST)
+    assert chosen.student_ is not None and chosen.guard_.applied and chosen.random_state == 5
 
 
 def test_bad_input_names_the_argument() -> None:

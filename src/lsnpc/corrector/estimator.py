@@ -40,7 +40,7 @@ from .._validation import (
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import GuardDecision, decide_with_validation, decide_without_validation
 from .inference import predict_corrected
-from .label_posterior import label_correction, label_posterior
+from .label_posterior import label_correction, label_posterior, label_quality
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
 from .student import LabelStudent, fit_student
@@ -517,16 +517,17 @@ class LSNPC(BaseEstimator):
 
         ``labels``: the given (noisy) labels of the rows X, multi-hot (n, L) or lists of class indices;
         ``pred_probs``: a model's out-of-fold probabilities on them (``lsnpc.cross_val_pred_probs``).
-        The prior is this corrector's correction of ``pred_probs`` blended with them; the noise, a swap
-        channel estimated from ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`).
+        The prior is this corrector's output on ``pred_probs`` (:meth:`predict_proba`, student and guard
+        included) blended with them; the noise, a swap channel estimated from the labels and ``pred_probs``
+        (:mod:`lsnpc.corrector.label_posterior`). The functions ``lsnpc.label_quality_scores`` etc. fit
+        ``LSNPC(student=False, guard=False)``: the plain correction, as cheap and as good here.
         """
         return label_posterior(*self._label_inputs(X, labels, pred_probs))
 
     def label_quality_scores(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
-        """How likely each given label is right (n, L) in [0, 1]; low = likely wrong."""
-        given, P, corrected = self._label_inputs(X, labels, pred_probs)
-        posterior = label_posterior(given, P, corrected)
-        return np.where(given == 1, posterior, 1.0 - posterior)
+        """How likely each given label is right (n, L) in [0, 1]; low = likely wrong: the posterior's
+        P(true label = given) blended with ``pred_probs``' own (``label_posterior.label_quality``)."""
+        return label_quality(*self._label_inputs(X, labels, pred_probs))
 
     def correct_labels(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
         """(n, L) 0/1 int64: the suggested labels. Each given positive is replaced by the label it most

@@ -1,32 +1,36 @@
 """The posterior of the true labels given the observed ones: p(y | x, ŷ = the given labels).
 
-Beyond the paper (it names correcting training labels as future work). Two pieces:
+Beyond the paper (it names correcting training labels as future work). Three pieces:
 
-- a **prior** p(y | x) for every entry: the logit average of a model's out-of-fold probabilities (what
-  the noisy labels taught it) and LSNPC's correction of them (what the latent-shift model says the
-  true labels are);
+- a **prior** p(y | x) for every entry: the logit blend of a model's out-of-fold probabilities (what the
+  noisy labels taught it, weight ¾) and LSNPC's correction of them (¼), :func:`label_prior`;
 - a **swap channel** p(ŷ | y), the noise model of the paper's experiments and of annotators who pick a
   wrong class: each true positive k is recorded as the positive j with probability T[k, j]. A given
   positive j therefore came from a true positive k with probability ∝ T[k, j] · odds(prior_k), over
   k = j and the row's given negatives, and a given negative k is truly positive if it was the source
-  of one of the row's given positives.
+  of one of the row's given positives (:func:`swap_posterior`);
+- the **score** reported to users, :func:`label_quality`: the posterior's probability that the given
+  label is right, blended (in logits, weight 0.3) with the model's own confidence in it (what
+  cleanlab's self-confidence score is), which keeps the ranking sound where the estimated channel
+  is wrong.
 
-T is estimated from the data, not assumed: half a symmetric matrix (``noise_rate`` on its
-off-diagonal, the uninformed guess) and half the anchor estimate of class-conditional noise (the
-rows most confidently predicted as k show, in their probabilities, where k's labels went). The anchor
-half finds directed confusions (pairflip noise, where a symmetric T misses most flips); the symmetric
-half keeps the estimate stable where co-occurring labels blur the anchors (yeast, 4.2 labels per
-row). The measurements behind these choices are in the README (label issues).
+T is estimated from the data (:func:`swap_transition`): a fixed share ``noise_rate`` of every label
+leaves it, and where it goes is read from the rows that were given k and are the most confidently k.
+Whatever probability those rows put on labels they were *not* given, relative to how much
+unexplained probability each label has on average, is where k's labels went. Masking the given labels
+keeps co-occurring true labels out of the estimate (on yeast, 4.2 labels a row, unmasked anchors mostly
+measured co-occurrence); the ratio keeps labels that are merely predicted often from looking like
+destinations. The measurements behind these choices are in the README (label issues).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from ..noise import transition_matrix
+from scipy import sparse
+from scipy.special import expit, logit
 
 __all__ = [
-    "anchor_transition", "swap_transition", "combine_priors", "swap_posterior", "swap_relabel", "label_posterior",
+    "swap_transition", "label_prior", "swap_posterior", "swap_relabel", "label_posterior", "label_quality",
     "label_correction",
 ]
 
@@ -34,38 +38,65 @@ _EPS = 1e-6
 # entries of the (given positives × labels) source matrix built at once: bounds memory to ~64 MB
 _CHUNK_ENTRIES = 8_000_000
 
+NOISE_RATE = 0.45
+"""The share of every label's positives the channel moves: the uninformed guess between the 30% and 50% of
+the benchmarks. It sets how readily labels are moved (:func:`label_correction`), hardly the ranking."""
+ANCHOR_SHARE = 0.1
+MIN_ANCHORS = 20
+SHARPNESS = 2.0
+CORRECTED_WEIGHT = 0.25
+SELF_CONFIDENCE_WEIGHT = 0.3
 
-def anchor_transition(pred_probs: np.ndarray, quantile: float = 0.97) -> np.ndarray:
-    """T[k, :] ∝ the mean probabilities of the rows in the top ``1 - quantile`` of column k (L, L).
 
-    A row almost surely of class k is predicted, by a model trained on noisy labels, as p(ŷ | y = k):
-    row k of the transition matrix (Patrini et al., 2017, anchor points). Rows are normalised to sum 1.
+def swap_transition(
+    labels: np.ndarray,
+    pred_probs: np.ndarray,
+    *,
+    noise_rate: float = NOISE_RATE,
+    anchor_share: float = ANCHOR_SHARE,
+    min_anchors: int = MIN_ANCHORS,
+    sharpness: float = SHARPNESS,
+) -> np.ndarray:
+    """The swap channel's T (L, L): T[k, k] = 1 − ``noise_rate``, and the rest of row k where k's labels go.
+
+    labels: given 0/1 (n, L); pred_probs: out-of-fold probabilities (n, L). The anchors of k are the
+    rows given k with the highest ``pred_probs[:, k]`` — the top ``anchor_share`` of them, at least
+    ``min_anchors`` (all of them when fewer). U = pred_probs · (1 − labels) is the probability a row puts
+    on labels it was not given; row k of T off the diagonal is ∝ (mean U over k's anchors / mean U over
+    all rows) ** ``sharpness``, both means with a tenth of the average label's mean U added so a label
+    the model hardly ever predicts cannot dominate. A label no row was given moves uniformly.
     """
-    n_labels = pred_probs.shape[1]
-    T = np.empty((n_labels, n_labels))
-    cut = np.quantile(pred_probs, quantile, axis=0)
-    for k in range(n_labels):
-        T[k] = pred_probs[pred_probs[:, k] >= cut[k]].mean(0)
-    T = np.clip(T, _EPS, None)
-    return T / T.sum(1, keepdims=True)
-
-
-def swap_transition(pred_probs: np.ndarray, *, noise_rate: float = 0.3, anchor_weight: float = 0.5) -> np.ndarray:
-    """The swap channel's T (L, L): ``anchor_weight`` · anchors + the rest · symmetric(``noise_rate``)."""
-    n_labels = pred_probs.shape[1]
+    n_labels = labels.shape[1]
     if n_labels == 1:
         return np.ones((1, 1))
-    symmetric = transition_matrix("symmetric", noise_rate, n_labels)
-    return anchor_weight * anchor_transition(pred_probs) + (1 - anchor_weight) * symmetric
+    unexplained = pred_probs * (1 - labels)
+    baseline = unexplained.mean(0)
+    smooth = 0.1 * baseline.mean() + 1e-12
+
+    rows, cols = np.nonzero(labels)
+    order = np.lexsort((-pred_probs[rows, cols], cols))  # by label, most confident first
+    rows, cols = rows[order], cols[order]
+    counts = np.bincount(cols, minlength=n_labels)
+    rank = np.arange(len(cols)) - np.repeat(np.cumsum(counts) - counts, counts)
+    n_anchors = np.minimum(counts, np.maximum(min_anchors, np.ceil(anchor_share * counts))).astype(np.int64)
+    keep = rank < n_anchors[cols]
+    select = sparse.csr_matrix((1.0 / n_anchors[cols[keep]], (cols[keep], rows[keep])),
+                               shape=(n_labels, labels.shape[0]))
+    lift = ((select @ unexplained + smooth) / (baseline + smooth)) ** sharpness  # (L, L)
+    lift[counts == 0] = 1.0
+    np.fill_diagonal(lift, 0.0)
+    T = noise_rate * lift / lift.sum(1, keepdims=True)
+    np.fill_diagonal(T, 1.0 - noise_rate)
+    return T
 
 
-def combine_priors(pred_probs: np.ndarray, corrected: np.ndarray) -> np.ndarray:
-    """p(y = 1 | x) as the mean of the two logits (a geometric blend of the odds), (n, L)."""
-    def logit(p: np.ndarray) -> np.ndarray:
-        p = np.clip(p.astype(np.float64), _EPS, 1 - _EPS)
-        return np.log(p) - np.log1p(-p)
+def label_prior(pred_probs: np.ndarray, corrected: np.ndarray, *, corrected_weight: float = CORRECTED_WEIGHT
+                ) -> np.ndarray:
+    """p(y = 1 | x) (n, L): the logit blend (1 − w) · logit(pred_probs) + w · logit(corrected), w = ``corrected_weight``."""
+    def clipped_logit(p: np.ndarray) -> np.ndarray:
+        return logit(np.clip(p.astype(np.float64), _EPS, 1 - _EPS))
 
-    return 1.0 / (1.0 + np.exp(-0.5 * (logit(pred_probs) + logit(corrected))))
+    return expit((1 - corrected_weight) * clipped_logit(pred_probs) + corrected_weight * clipped_logit(corrected))
 
 
 def _source_chunks(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray):
@@ -112,29 +143,31 @@ def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray) 
     return out
 
 
-def label_posterior(
-    labels: np.ndarray,
-    pred_probs: np.ndarray,
-    corrected: np.ndarray,
-    *,
-    noise_rate: float = 0.3,
-    anchor_weight: float = 0.5,
-) -> np.ndarray:
+def label_posterior(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray, *,
+                    noise_rate: float = NOISE_RATE) -> np.ndarray:
     """P(y = 1 | x, ŷ = labels) (n, L) from the out-of-fold ``pred_probs`` and LSNPC's ``corrected``
-    probabilities: the swap channel of :func:`swap_transition` over the prior :func:`combine_priors`."""
-    transition = swap_transition(pred_probs, noise_rate=noise_rate, anchor_weight=anchor_weight)
-    return swap_posterior(labels, combine_priors(pred_probs, corrected), transition)
+    probabilities: the channel of :func:`swap_transition` over the prior of :func:`label_prior`."""
+    transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
+    return swap_posterior(labels, label_prior(pred_probs, corrected), transition)
 
 
-def label_correction(
-    labels: np.ndarray,
-    pred_probs: np.ndarray,
-    corrected: np.ndarray,
-    *,
-    noise_rate: float = 0.3,
-    anchor_weight: float = 0.5,
-) -> np.ndarray:
+def label_quality(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray, *,
+                  noise_rate: float = NOISE_RATE,
+                  self_confidence_weight: float = SELF_CONFIDENCE_WEIGHT) -> np.ndarray:
+    """How likely each given label is right (n, L) in [0, 1]; low = likely wrong.
+
+    The logit blend of the posterior's P(y = given) (:func:`label_posterior`, weight 1 − w) and the
+    model's own P(y = given) from ``pred_probs`` (w = ``self_confidence_weight``).
+    """
+    posterior = label_posterior(labels, pred_probs, corrected, noise_rate=noise_rate)
+    agree = np.clip(np.where(labels == 1, posterior, 1 - posterior), _EPS, 1 - _EPS)
+    confidence = np.clip(np.where(labels == 1, pred_probs, 1 - pred_probs).astype(np.float64), _EPS, 1 - _EPS)
+    return expit((1 - self_confidence_weight) * logit(agree) + self_confidence_weight * logit(confidence))
+
+
+def label_correction(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray, *,
+                     noise_rate: float = NOISE_RATE) -> np.ndarray:
     """The suggested labels (n, L) 0/1: :func:`swap_relabel` with the prior and channel of
     :func:`label_posterior` (same arguments)."""
-    transition = swap_transition(pred_probs, noise_rate=noise_rate, anchor_weight=anchor_weight)
-    return swap_relabel(labels, combine_priors(pred_probs, corrected), transition)
+    transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
+    return swap_relabel(labels, label_prior(pred_probs, corrected), transition)
