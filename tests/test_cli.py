@@ -106,7 +106,10 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     result = lsnpc(*fit, "--json")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no progress bar when stderr is not a terminal
-    assert "no clean labels" in json.loads(result.stdout)["selection"]
+    fitted = json.loads(result.stdout)
+    assert "no clean labels" in fitted["selection"]
+    assert fitted["guard"]["mode"] == "no validation labels" and 0 <= fitted["guard"]["blend"] <= 1
+    assert fitted["guard_summary"].startswith(("LSNPC's output", "the base model's"))
     assert_user_error(lsnpc(*fit), "already holds a saved LSNPC model; pass --force")
     result = lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv")
     assert result.returncode == 0, result.stderr

@@ -96,6 +96,19 @@ def test_the_half_blend_is_the_middle_step() -> None:
     assert decision.val_chosen_micro_f1 == 1.0
 
 
+def test_the_summary_says_what_the_output_is_and_why() -> None:
+    y = _labels()
+    base = np.clip(0.8 * y + 0.1, 0, 1)
+    worse = _decide(y, 1 - base, base).summary()
+    assert worse.startswith("the base model's probabilities") and "w = 0: 100%, w = 0.5: 100%" in worse
+    assert "passed over at 75%" in worse
+    kept = _decide(y, np.clip(0.8 * y + 0.1, 0, 1), np.clip(0.5 * y + 0.25, 0, 1)).summary()
+    assert kept.startswith("LSNPC's output;") and "w = 0: 0%" in kept
+    prior = decide_without_validation(base, base, base_weight=0.25).summary()
+    assert prior == "LSNPC's output with base weight 0.25; prior base weight (no clean labels to test with)"
+    assert GuardDecision.skipped("guard=False").summary() == "guard off (guard=False): LSNPC's output as it is"
+
+
 def test_thin_evidence_is_reported() -> None:
     y = _labels(12, 3, seed=6)
     base = np.where(y == 1, 0.6, 0.4).astype(float)

@@ -170,10 +170,13 @@ def fit(
     model.save(out, overwrite=force)
     if as_json:
         _print_json({"model": str(out), "epochs": model.epochs_, "best_epoch": model.best_epoch_,
-                     "selection": model.selection_, "guard": model.guard_,
+                     "selection": model.selection_, "guard": model.guard_.to_dict(),
+                     "guard_summary": model.guard_.summary(), "student": model.student_info_,
                      "seconds": time.perf_counter() - start})
         return
-    _console().print(f"saved the fitted model to {out} (selection: {model.selection_})")
+    console = _console()
+    console.print(f"saved the fitted model to {out} (selection: {model.selection_})")
+    console.print(f"output: {model.guard_.summary()}")
 
 
 @app.command()

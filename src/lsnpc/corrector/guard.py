@@ -107,6 +107,22 @@ class GuardDecision:
         """w, the base model's share of the output."""
         return 1.0 - self.blend
 
+    def summary(self) -> str:
+        """One line for people: what the output is made of, and on what evidence."""
+        if not self.applied:
+            return f"guard off ({self.reason}): LSNPC's output as it is"
+        w = self.base_weight
+        what = ("the base model's probabilities" if w == 1.0 else "LSNPC's output" if w == 0.0
+                else f"LSNPC's output with base weight {w:g}")
+        if self.mode == "validation":
+            support = ", ".join(f"w = {k:g}: {v:.0%}" for k, v in (self.loss_support or {}).items())
+            line = (f"{what}; share of {_N_BOOT} bootstrap resamples of {self.n_val} validation rows in which "
+                    f"a candidate lost to the base model: {support} (passed over at {self.confidence:.0%})")
+            if self.evidence_thin:
+                line += "; thin evidence: the validation set cannot tell apart differences of a few F1 points"
+            return line
+        return f"{what}; {self.reason}"
+
     @classmethod
     def skipped(cls, reason: str) -> GuardDecision:
         """The guard did not run (``reason``): LSNPC's output is returned as it is."""
