@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from ._app import _console, _parse_sets, _read, _user_errors, app
+from ._app import (
+    JSON_OPTION, THREADS_HELP, _console, _parse_sets, _print_json, _progress, _read, _refuse_existing, _user_errors,
+    app,
+)
 
 
 @app.command("label-issues")
@@ -21,45 +22,40 @@ def label_issues(
     probs: Annotated[Path, typer.Option(help="A model's out-of-fold probabilities on the rows, shape (n, L).")],
     out: Annotated[Path, typer.Option(help="Where to write the ranked issues (CSV: row, label, given, suggested, "
                                            "score).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of text.")] = False,
+    as_json: Annotated[bool, JSON_OPTION] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Any LSNPC parameter, NAME=VALUE (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same issues.")] = 0,
     device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
-    threads: Annotated[int, typer.Option(help="Torch threads (1 is fastest for these small networks).")] = 1,
+    threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
 ) -> None:
     """Find the labels that look wrong and suggest what they should be (LSNPC's label posterior).
 
     Writes every flagged entry, most suspicious first (score = how likely the given label is right),
     and prints how many entries, rows and labels are affected.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     if out.suffix.lower() != ".csv":
         raise ValueError(f"--out must end in .csv; got {str(out)!r}")
-    if out.exists() and not force:
-        raise ValueError(f"--out {out} exists; pass --force to replace it")
-    stderr = Console(stderr=True)
+    _refuse_existing(out, force)
     steps = ("reading the arrays", "fitting LSNPC", "scoring the labels", "writing the table")
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=stderr, transient=True, disable=not stderr.is_terminal) as progress:
-        bar = progress.add_task(steps[0], total=len(steps))
+    with _progress(steps[0], unit="steps") as update:
+        update(0, len(steps))
         X, _ = _read(features, "--features")
         Y, names = _read(labels, "--labels")
         P, _ = _read(probs, "--probs")
-        progress.update(bar, advance=1, description=steps[1])
+        update(1, len(steps), description=steps[1])
         from lsnpc.label_issues import fit_corrector
 
         params = {**_parse_sets(set_), "random_state": seed, "device": device, "n_threads": threads}
         corrector, given = fit_corrector(*_check_label_arrays(X, Y, P), features=X, **params)
-        progress.update(bar, advance=1, description=steps[2])
+        update(2, len(steps), description=steps[2])
         scores = corrector.label_quality_scores(X, given, P)
         suggested = corrector.correct_labels(X, given, P)
-        progress.update(bar, advance=1, description=steps[3])
+        update(3, len(steps), description=steps[3])
         summary = _write_issues(out, given, suggested, scores, names)
-        progress.update(bar, advance=1)
+        update(4, len(steps))
     if as_json:
-        typer.echo(json.dumps(summary, indent=2))
+        _print_json(summary)
         return
     console = _console()
     console.print(f"{summary['entries']} label entries look wrong ({summary['entries_share']:.2%} of "
