@@ -65,6 +65,15 @@ def make_toy_multilabel(
     return X, Y
 
 
+def make_noisy_problem(n: int, noise_sd: float, *, seed: int = 3) -> dict[str, np.ndarray]:
+    """A toy problem (:func:`make_toy_multilabel`, 8 features, 4 labels) with base probabilities P that
+    are noisy versions of the truth: clip(0.6 · Y + 0.2 + N(0, noise_sd²)). Keys X, Y, P (float32)."""
+    X, Y = make_toy_multilabel(n, 8, 4, seed=seed)
+    rng = np.random.default_rng(seed)
+    P = np.clip(0.6 * Y + 0.2 + rng.normal(0, noise_sd, Y.shape), 0, 1).astype(np.float32)
+    return {"X": X, "Y": Y, "P": P}
+
+
 @pytest.fixture
 def toy_multilabel() -> tuple[np.ndarray, np.ndarray]:
     return make_toy_multilabel()

@@ -10,7 +10,7 @@ import torch
 
 from lsnpc import LSNPC, NotFittedError
 from lsnpc.metrics import micro_f1
-from tests.conftest import make_toy_multilabel
+from tests.conftest import make_noisy_problem, make_toy_multilabel
 
 FAST = dict(epochs=2, n_threads=1, latent_dim=8, label_embedding_dim=16, hidden_dim=32)
 
@@ -18,10 +18,7 @@ FAST = dict(epochs=2, n_threads=1, latent_dim=8, label_embedding_dim=16, hidden_
 @pytest.fixture(scope="module")
 def problem() -> dict[str, np.ndarray]:
     """A toy problem whose base probabilities are noisy versions of the truth."""
-    X, Y = make_toy_multilabel(400, 8, 4, seed=3)
-    rng = np.random.default_rng(3)
-    P = np.clip(0.6 * Y + 0.2 + rng.normal(0, 0.15, Y.shape), 0, 1).astype(np.float32)
-    return {"X": X, "Y": Y, "P": P}
+    return make_noisy_problem(400, 0.15)
 
 
 @pytest.fixture(scope="module")

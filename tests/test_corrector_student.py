@@ -10,7 +10,7 @@ from torch import nn
 from lsnpc import LSNPC
 from lsnpc.corrector.student import LabelStudent, fit_student, student_epochs
 from lsnpc.metrics import micro_f1
-from tests.conftest import make_toy_multilabel
+from tests.conftest import make_noisy_problem, make_toy_multilabel
 
 FAST = dict(epochs=2, n_threads=1, latent_dim=8, label_embedding_dim=16, hidden_dim=32)
 
@@ -53,10 +53,7 @@ def test_fit_student_keeps_the_best_validation_epoch() -> None:
 
 @pytest.fixture(scope="module")
 def noisy_problem() -> dict[str, np.ndarray]:
-    X, Y = make_toy_multilabel(500, 8, 4, seed=3)
-    rng = np.random.default_rng(3)
-    P = np.clip(0.6 * Y + 0.2 + rng.normal(0, 0.2, Y.shape), 0, 1).astype(np.float32)
-    return {"X": X, "Y": Y, "P": P}
+    return make_noisy_problem(500, 0.2)
 
 
 def test_lsnpc_output_is_the_mean_of_correction_and_student(noisy_problem: dict[str, np.ndarray]) -> None:
