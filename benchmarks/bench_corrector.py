@@ -70,7 +70,7 @@ def bench_steps(size: str, threads: int | None, runs: int, steps: int) -> dict[s
     from lsnpc._torch import num_threads
     from lsnpc.corrector.backprop import NoisyBatchStep, aten_kernels
     from lsnpc.corrector.config import ModelSpec, build_model
-    from lsnpc.corrector.training import FlatAdamW
+    from lsnpc.corrector.optim import FlatAdamW
     from reference_loop import reference_step
 
     n, d, n_labels = (int(v) for v in size.split("x"))

@@ -13,7 +13,8 @@ from lsnpc.corrector.backprop import NoisyBatchStep
 from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
 from lsnpc.corrector.objective import unsupervised_loss
 from lsnpc.corrector.backprop import aten_kernels
-from lsnpc.corrector.training import FlatAdamW, _feed
+from lsnpc.corrector.optim import FlatAdamW
+from lsnpc.corrector.training import _feed
 
 
 def _model(family: str, user_encoder: bool) -> LatentShiftModel:

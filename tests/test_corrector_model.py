@@ -135,7 +135,7 @@ def test_correction_averages_its_fixed_monte_carlo_samples() -> None:
 @pytest.mark.parametrize("clip", [None, 0.5, 1e6])  # none, clipping, a bound never reached
 def test_flat_adamw_matches_torch_adamw(clip):
     """FlatAdamW's steps (with or without norm clipping) give torch.optim.AdamW's weights."""
-    from lsnpc.corrector.training import FlatAdamW
+    from lsnpc.corrector.optim import FlatAdamW
 
     torch.manual_seed(0)
     reference = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.GELU(), torch.nn.Linear(5, 3))

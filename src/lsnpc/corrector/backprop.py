@@ -17,9 +17,11 @@ gradient is −1/σ through σ alone. −log p(ẑ | z) = φ₀(ẑ − g_ψ(z))
 KL(q(z | ẑ) ‖ N(0, I)) = ½ (s² + μ² − 1 − log s²). The loss values for the history are assembled from
 a few sums (log σ is half the clamped log-variance).
 
-Covers the "student" and "gauss" families on the CPU with LSNPC's own data encoder or a user's (whose
-backward autograd runs from the hand-made gradient of its output). Learned ν (whose Student-t draws need
-Gamma variates to be differentiated in ν), clean batches and GPUs train through autograd.
+Covers the "student" and "gauss" families with LSNPC's own data encoder or a user's (whose backward
+autograd runs from the hand-made gradient of its output), on the CPU and, inside a CUDA graph, on a GPU
+(fewer kernels than autograd's backward: 0.63 against 0.75 ms per step on an H100, README "Speed").
+Learned ν (whose Student-t draws need Gamma variates to be differentiated in ν) and clean batches train
+through autograd.
 """
 
 from __future__ import annotations
@@ -182,11 +184,13 @@ class NoisyBatchStep:
     """
 
     def __init__(self, model: LatentShiftModel, *, beta: float, feed: str) -> None:
-        if not self.supports(model):
+        if not self.supports(model, gpu=True):
             raise ValueError(
-                f"NoisyBatchStep covers the 'student' and 'gauss' latents on the CPU, not {model.latent.family!r} "
-                f"on {model.nu.device.type}"
+                f"NoisyBatchStep covers the 'student' and 'gauss' latents on the CPU or CUDA, not "
+                f"{model.latent.family!r} on {model.nu.device.type}"
             )
+        # on a GPU the loss values stay on the device (a tensor), so that a step never waits for it
+        self.device_values = model.nu.device.type != "cpu"
         self.model, self.beta, self.sample_feed = model, float(beta), feed == "sample"
         self.student = model.latent.family == "student"
         encoder = model.data_encoder
@@ -212,15 +216,19 @@ class NoisyBatchStep:
             self.log_c = self.log_c0 = -0.5 * math.log(2 * math.pi)  # the Normal's
 
     @staticmethod
-    def supports(model: LatentShiftModel) -> bool:
-        """Student-t or GAUSS latents on the CPU. (On a GPU, dropout draws its masks with another
-        kernel than ``bernoulli_``, and this path has not been measured there: autograd trains.)"""
-        return model.latent.family in ("student", "gauss") and model.nu.device.type == "cpu"
+    def supports(model: LatentShiftModel, *, gpu: bool = False) -> bool:
+        """Student-t or GAUSS latents on the CPU; on a CUDA device too with ``gpu=True``. (There dropout
+        draws its masks with another kernel than ``bernoulli_``, so training matches autograd's in
+        distribution, not draw for draw; the training loop uses it there only if chosen, see
+        ``training.GPU_NOISY_GRADIENT``.)"""
+        device = model.nu.device.type
+        return model.latent.family in ("student", "gauss") and (device == "cpu" or (gpu and device == "cuda"))
 
-    def __call__(self, x: torch.Tensor, probs: torch.Tensor) -> tuple[float, float, float]:
+    def __call__(self, x: torch.Tensor, probs: torch.Tensor) -> tuple[float, float, float] | torch.Tensor:
         """Write the gradient of the batch's loss into the parameters' ``.grad``; update BatchNorm's
         running statistics as a forward pass does. x (B, ...) features, probs (B, L) base probabilities.
-        Returns the (total, reconstruction, latent) loss values."""
+        Returns the (total, reconstruction, latent) loss values: floats on the CPU, a tensor (3,) on
+        the model's device elsewhere."""
         encoder = self.model.data_encoder
         user_h = None
         with torch.no_grad():
@@ -255,7 +263,7 @@ class NoisyBatchStep:
 
     def _latent_terms(
         self, h: torch.Tensor, e: torch.Tensor, noisy: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, tuple[float, float, float]]:
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[float, float, float] | torch.Tensor]:
         """From the data embedding h (B, H) and label embedding e (B, E): the gradients of h and e and the
         loss values, the latent networks' gradients written on the way."""
         width = h.shape[1]
@@ -301,15 +309,20 @@ class NoisyBatchStep:
         sums = torch.stack([
             F.binary_cross_entropy_with_logits(logits, noisy), tail_q, tail_p, log_var.sum(),
             torch.dot(flat_loc, flat_loc), torch.dot(flat_scale, flat_scale), kappa_log_var.sum(),
-        ]).tolist()
-        recon, tail_q_sum, tail_p_sum, log_var_sum, loc_sq_sum, scale_sq_sum, kappa_log_var_sum = sums
+        ])
         n = kappa_loc.numel()
-        shift_term = self.log_c - self.log_c0 + (
-            tail_p_weight * tail_p_sum - tail_q_weight * tail_q_sum - 0.5 * log_var_sum
-        ) / n
-        kl = 0.5 * (scale_sq_sum + loc_sq_sum - n - kappa_log_var_sum) / n
-        latent = shift_term + kl
-        values = (recon + self.beta * latent, recon, latent)
+        if self.device_values:
+            values: tuple[float, float, float] | torch.Tensor = self._values_on_device(
+                sums, tail_q_weight, tail_p_weight, n
+            )
+        else:
+            recon, tail_q_sum, tail_p_sum, log_var_sum, loc_sq_sum, scale_sq_sum, kappa_log_var_sum = sums.tolist()
+            shift_term = self.log_c - self.log_c0 + (
+                tail_p_weight * tail_p_sum - tail_q_weight * tail_q_sum - 0.5 * log_var_sum
+            ) / n
+            kl = 0.5 * (scale_sq_sum + loc_sq_sum - n - kappa_log_var_sum) / n
+            latent = shift_term + kl
+            values = (recon + self.beta * latent, recon, latent)
 
         # gradients, from the loss back to h and e
         weight = self.beta / n  # d(β · mean over B·m) per element
@@ -350,3 +363,12 @@ class NoisyBatchStep:
         grad_joint = self.shift_norm.backward(joint, grad_features, shift_mean, shift_invstd)
         grad_h = torch.add(grad_joint[:, :width], grad_decoder_in[:, :width])
         return grad_h, grad_joint[:, width:], values
+
+    def _values_on_device(self, sums: torch.Tensor, tail_q_weight: float, tail_p_weight: float, n: int) -> torch.Tensor:
+        """(total, reconstruction, latent) from the seven sums of :meth:`_latent_terms`, as the host
+        arithmetic there computes them, without leaving the device."""
+        recon, tail_q, tail_p, log_var, loc_sq, scale_sq, kappa_log_var = sums.unbind()
+        shift_term = (tail_p * tail_p_weight - tail_q * tail_q_weight - log_var * 0.5) / n + (self.log_c - self.log_c0)
+        kl = (scale_sq + loc_sq - n - kappa_log_var) * (0.5 / n)
+        latent = shift_term + kl
+        return torch.stack([recon + latent * self.beta, recon, latent])

@@ -33,8 +33,11 @@ __all__ = ["FoldedCorrector", "predict_corrected"]
 
 # exp(min(v, c)) == min(exp(v), exp(c)): the log-variance cap becomes a cap on σ (σ²), one pass fewer
 _MAX_SCALE, _MAX_VARIANCE, _MIN_VARIANCE = math.exp(_LOGVAR_MAX / 2), math.exp(_LOGVAR_MAX), _MIN_SCALE**2
-# rows per chunk of predict_corrected: intermediates of a chunk stay in a core's cache (measured)
+# rows per chunk of predict_corrected: on the CPU the intermediates of a chunk stay in a core's cache
+# (measured); on a GPU a chunk must fill the device (a 1,024-row chunk is launch-bound), so chunks grow
+# until the largest intermediate, (S · rows, max(L, width)) floats, reaches GPU_CHUNK_ELEMENTS (128 MB)
 CHUNK_ROWS = 1024
+GPU_CHUNK_ELEMENTS = 2**25
 
 Affine = tuple[torch.Tensor, torch.Tensor]  # (weight, bias): weight (out, in) while folding, (in, out) after
 
@@ -247,17 +250,47 @@ class FoldedCorrector:
         return x
 
 
+def chunk_rows(model: LatentShiftModel, device: torch.device) -> int:
+    """Rows per chunk of :func:`predict_corrected` on ``device`` (see ``CHUNK_ROWS``); a user's data
+    encoder (a CNN, say) keeps ``CHUNK_ROWS`` everywhere: its activations are not ours to size."""
+    if device.type == "cpu" or not isinstance(model.data_encoder, StandardizedMLPEncoder):
+        return CHUNK_ROWS
+    widest = max(model.label_decoder.out.out_features, model.true_latent_encoder.loc[0].out_features,
+                 model.label_decoder.data_dim)
+    samples = int(model.monte_carlo_uniforms.shape[0])
+    return int(np.clip(GPU_CHUNK_ELEMENTS // (samples * widest), CHUNK_ROWS, 2**20))
+
+
 def predict_corrected(
-    model: LatentShiftModel, X: np.ndarray, probs: np.ndarray, *, feed: str, device: torch.device
+    model: LatentShiftModel,
+    X: np.ndarray | torch.Tensor,
+    probs: np.ndarray | torch.Tensor,
+    *,
+    feed: str,
+    device: torch.device,
 ) -> np.ndarray:
     """The corrected probabilities (n, L) float32 of X (n, ...) given the base probabilities (n, L),
-    computed by a :class:`FoldedCorrector` of ``model`` (in eval mode) in chunks of ``CHUNK_ROWS``."""
+    computed by a :class:`FoldedCorrector` of ``model`` (in eval mode) in chunks (:func:`chunk_rows`).
+
+    X and probs may be arrays or tensors (tensors already on ``device`` are not copied). On a GPU the
+    chunks' answers stay on the device and come back in one copy at the end: no chunk waits for the host.
+    """
     correct = FoldedCorrector(model)
-    out = np.empty(probs.shape, dtype=np.float32)
+    rows = chunk_rows(model, device)
+    n = len(X)
     with torch.inference_mode():
-        for start in range(0, len(X), CHUNK_ROWS):
-            stop = start + CHUNK_ROWS
+        if device.type == "cpu":
+            out = np.empty(tuple(probs.shape), dtype=np.float32)
+            for start in range(0, n, rows):
+                stop = start + rows
+                xb = torch.as_tensor(X[start:stop], dtype=torch.float32, device=device)
+                pb = torch.as_tensor(probs[start:stop], dtype=torch.float32, device=device)
+                out[start:stop] = correct(xb, pb, feed=feed).cpu().numpy()
+            return out
+        result = torch.empty(tuple(probs.shape), dtype=torch.float32, device=device)
+        for start in range(0, n, rows):
+            stop = start + rows
             xb = torch.as_tensor(X[start:stop], dtype=torch.float32, device=device)
             pb = torch.as_tensor(probs[start:stop], dtype=torch.float32, device=device)
-            out[start:stop] = correct(xb, pb, feed=feed).cpu().numpy()
-    return out
+            result[start:stop] = correct(xb, pb, feed=feed)
+        return result.cpu().numpy()

@@ -21,7 +21,9 @@ __all__ = [
     "standard_normal_kl",
     "LossParts",
     "unsupervised_loss",
+    "unsupervised_terms",
     "supervised_loss",
+    "supervised_terms",
 ]
 
 
@@ -59,14 +61,33 @@ class LossParts:
     latent: float
 
 
+def _parts(total: torch.Tensor, recon: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
+    """(total, reconstruction, latent) as one detached tensor (3,), left on the device."""
+    return torch.stack([total.detach(), recon.detach(), latent.detach()])
+
+
+def _loss_parts(values: torch.Tensor) -> LossParts:
+    total, recon, latent = values.tolist()
+    return LossParts(total, recon, latent)
+
+
 def unsupervised_loss(
     model: LatentShiftModel, data_embedding: torch.Tensor, noisy: torch.Tensor, beta: float
 ) -> tuple[torch.Tensor, LossParts]:
     """−ELBO of eq. 3 for a noisy batch, i.e. 𝒰(B̃) of eq. 7.
 
     data_embedding: (batch, h); noisy: ŷ (batch, L), a 0/1 sample of the base probabilities (or the
-    probabilities themselves). Proposal: ẑ ~ q(ẑ | x, ŷ), z ~ q(z | ẑ).
+    probabilities themselves). Proposal: ẑ ~ q(ẑ | x, ŷ), z ~ q(z | ẑ). Returns the loss and its parts.
     """
+    total, values = unsupervised_terms(model, data_embedding, noisy, beta)
+    return total, _loss_parts(values)
+
+
+def unsupervised_terms(
+    model: LatentShiftModel, data_embedding: torch.Tensor, noisy: torch.Tensor, beta: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`unsupervised_loss` with its parts as a detached tensor (total, reconstruction, latent):
+    nothing is read back to the host (the training step on a GPU)."""
     q_shifted = model.q_latent(data_embedding, noisy)
     shifted = q_shifted.rsample()
     q_true = model.q_true_given_shifted(shifted)
@@ -75,7 +96,7 @@ def unsupervised_loss(
     latent = shift_divergence(q_shifted, shifted, model.p_shifted_given_true(true))
     latent = latent + standard_normal_kl(q_true).mean()
     total = recon + beta * latent
-    return total, LossParts(float(total.detach()), float(recon.detach()), float(latent.detach()))
+    return total, _parts(total, recon, latent)
 
 
 def supervised_loss(
@@ -90,8 +111,21 @@ def supervised_loss(
 
     z comes from the η-mixture proposal of eq. 11: per sample, with probability η from q(z | x, y),
     otherwise from q(z | ẑ). The z-terms use the analytic KL of the component that produced each z.
-    clean: the true labels y (batch, L).
+    clean: the true labels y (batch, L). Returns the loss and its parts.
     """
+    total, values = supervised_terms(model, data_embedding, noisy, clean, beta, eta)
+    return total, _loss_parts(values)
+
+
+def supervised_terms(
+    model: LatentShiftModel,
+    data_embedding: torch.Tensor,
+    noisy: torch.Tensor,
+    clean: torch.Tensor,
+    beta: float,
+    eta: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`supervised_loss` with its parts as a detached tensor (total, reconstruction, latent)."""
     q_shifted = model.q_latent(data_embedding, noisy)
     shifted = q_shifted.rsample()
     q_from_labels = model.q_true_given_labels(data_embedding, clean)
@@ -105,4 +139,4 @@ def supervised_loss(
     recon = recon + reconstruction_nll(model.label_logits(data_embedding, true), clean)
     latent = shift_divergence(q_shifted, shifted, model.p_shifted_given_true(true)) + kl_true.mean()
     total = recon + beta * latent
-    return total, LossParts(float(total.detach()), float(recon.detach()), float(latent.detach()))
+    return total, _parts(total, recon, latent)

@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._numerics import minibatches
 from ..metrics import micro_f1
-from .training import FlatAdamW
+from .optim import FlatAdamW, TrainStep, autograd_gradient
+from .training import device_batches
 
 __all__ = ["LabelStudent", "StudentResult", "fit_student", "student_epochs"]
 
@@ -94,12 +94,17 @@ def fit_student(
     scores: list[float] = []
     X_val = None if val is None else torch.as_tensor(val[0], device=X.device)
     optimizer = FlatAdamW([student], weight_decay=_WEIGHT_DECAY)
+
+    def loss_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loss = F.binary_cross_entropy_with_logits(student(X.index_select(0, idx)), targets.index_select(0, idx))
+        return loss, loss.detach().reshape(1)
+
     with optimizer:
+        step = TrainStep(optimizer, autograd_gradient(optimizer, loss_fn), clip=None, n_values=1, device=X.device)
         for epoch in range(1, epochs + 1):
             student.train()
-            for idx in minibatches(len(X), batch_size):
-                loss = F.binary_cross_entropy_with_logits(student(X[idx]), targets[idx])
-                optimizer.step(loss, lr=_LR)
+            for idx in device_batches(len(X), batch_size, X.device):
+                step(idx, lr=_LR)
             if val is not None:
                 score = micro_f1(val[1], student.predict_proba(X_val).cpu().numpy())
                 scores.append(score)

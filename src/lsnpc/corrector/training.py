@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,7 +27,8 @@ from .config import TrainingConfig
 from .backprop import NoisyBatchStep, aten_kernels
 from .inference import predict_corrected
 from .model import LatentShiftModel
-from .objective import supervised_loss, unsupervised_loss
+from .objective import supervised_terms, unsupervised_loss, unsupervised_terms
+from .optim import FlatAdamW, TrainStep, autograd_gradient
 
 _NOISY_CLIP = 2.0  # gradient-norm clipping of the authors' code: 2 on noisy batches,
 _CLEAN_CLIP = 10.0  # 10 on clean batches
@@ -92,7 +93,18 @@ def _feed(probs: torch.Tensor, mode: str) -> torch.Tensor:
     return torch.bernoulli(probs) if mode == "sample" else probs
 
 
-def warm_start_encoder(model: LatentShiftModel, X: torch.Tensor, P: torch.Tensor, *, steps: int) -> float:
+def device_batches(n: int, batch_size: int, device: torch.device) -> list[torch.Tensor]:
+    """:func:`~lsnpc._numerics.minibatches` (the same permutation from torch's CPU generator), as index
+    tensors on ``device``: on a GPU moved there in one copy per epoch, so no step waits for one."""
+    batches = _batches(n, batch_size)
+    if device.type == "cpu":
+        return batches
+    return list(torch.cat(batches).to(device).split([len(b) for b in batches]))
+
+
+def warm_start_encoder(
+    model: LatentShiftModel, X: torch.Tensor, P: torch.Tensor, *, steps: int, device: torch.device
+) -> float:
     """Pre-train LSNPC's own data encoder to predict the base probabilities P (soft BCE).
 
     Only the encoder is kept; the throw-away linear head is discarded. The label decoder is not
@@ -105,17 +117,21 @@ def warm_start_encoder(model: LatentShiftModel, X: torch.Tensor, P: torch.Tensor
     optimizer = FlatAdamW([model.data_encoder, head], weight_decay=0.0)
     model.data_encoder.train()
     batch_size = min(256, len(X))
-    done, loss_value = 0, float("nan")
+
+    def loss_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loss = F.binary_cross_entropy_with_logits(head(model.data_encoder(X.index_select(0, idx))), P.index_select(0, idx))
+        return loss, loss.detach().reshape(1)
+
+    done = 0
     with optimizer:
+        step = TrainStep(optimizer, autograd_gradient(optimizer, loss_fn), clip=None, n_values=1, device=device)
         while done < steps:
-            for idx in _batches(len(X), batch_size):
-                loss = F.binary_cross_entropy_with_logits(head(model.data_encoder(X[idx])), P[idx])
-                optimizer.step(loss, lr=1e-3)
-                loss_value = float(loss.detach())
+            for idx in device_batches(len(X), batch_size, device):
+                step(idx, lr=1e-3)
                 done += 1
                 if done >= steps:
                     break
-    return loss_value
+    return float(step.last_values()[0]) if done else float("nan")
 
 
 class _Selector:
@@ -186,6 +202,36 @@ def learning_rate(schedule: str, base: float, step: int, epoch: int, total_steps
     return base * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
+# The noisy-batch gradient on a CUDA device: "handwritten" (NoisyBatchStep) or "autograd". Both run
+# as CUDA graphs there; the hand-written one launches fewer kernels: 0.63 against 0.75 ms per batch-32
+# step on an H100, 11.5 against 13.6 s for the default fit at COCO scale (benchmarks/bench_gpu.py,
+# README "Speed"). It draws dropout masks with bernoulli_, where F.dropout uses another kernel on a
+# GPU, so its training equals autograd's in distribution, not draw for draw.
+GPU_NOISY_GRADIENT = "handwritten"
+
+
+def _noisy_gradient(
+    model: LatentShiftModel,
+    optimizer: FlatAdamW,
+    X: torch.Tensor,
+    P: torch.Tensor,
+    config: TrainingConfig,
+    device: torch.device,
+) -> Callable[[torch.Tensor], Any]:
+    """The gradient of a noisy batch (rows ``idx``) for :class:`TrainStep`: written out by hand where it
+    is (student, gauss; :class:`NoisyBatchStep`), else autograd's."""
+    gpu = device.type == "cuda"
+    if NoisyBatchStep.supports(model, gpu=gpu and GPU_NOISY_GRADIENT == "handwritten"):
+        by_hand = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed)
+        return lambda idx: by_hand(X.index_select(0, idx), P.index_select(0, idx))
+
+    def loss_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = model.data_encoder(X.index_select(0, idx))
+        return unsupervised_terms(model, h, _feed(P.index_select(0, idx), config.train_feed), config.beta)
+
+    return autograd_gradient(optimizer, loss_fn)
+
+
 def train_latent_shift_model(
     model: LatentShiftModel,
     data: TrainingData,
@@ -227,7 +273,7 @@ def train_latent_shift_model(
 
     if config.warm_start and own_encoder:
         steps = int(np.clip(3 * math.ceil(len(X) / 256), 150, 600))
-        loss = warm_start_encoder(model, X, P, steps=steps)
+        loss = warm_start_encoder(model, X, P, steps=steps, device=device)
         entry = {"epoch": 0, "phase": "warm_start", "warm_start_loss": loss, **selector.score(model)}
         history.append(entry)
         selector.update(model, 0, entry)
@@ -243,42 +289,40 @@ def train_latent_shift_model(
 
     model.train()
     with optimizer:
-        # the noisy-batch gradient by hand where it is written out (student, gauss on the CPU), else autograd
-        noisy_step = None
-        if NoisyBatchStep.supports(model):
-            noisy_step = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed)
+        noisy_step = TrainStep(
+            optimizer, _noisy_gradient(model, optimizer, X, P, config, device), clip=_NOISY_CLIP, n_values=3,
+            device=device,
+        )
+        clean_step = None
+        if data.clean is not None:
+            Xc, yc, pc = data.clean
+
+            def clean_loss(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                h = model.data_encoder(Xc.index_select(0, idx))
+                noisy = _feed(pc.index_select(0, idx), config.train_feed)
+                return supervised_terms(model, h, noisy, yc.index_select(0, idx), config.beta, config.eta)
+
+            clean_step = TrainStep(
+                optimizer, autograd_gradient(optimizer, clean_loss), clip=_CLEAN_CLIP, n_values=3, device=device
+            )
         # ATen's kernels for the whole pass only when every module is LSNPC's own (a user's CNN wants
         # oneDNN's convolutions); NoisyBatchStep switches them on for its own parts either way
         kernels = aten_kernels if own_encoder else contextlib.nullcontext
         for epoch in range(1, epochs + 1):
             started = time.perf_counter()
-            sums = np.zeros(3)
-            n_batches = 0
-            clean_sum, clean_batches = 0.0, 0
+            n_batches = clean_batches = 0
             with kernels():
-                for idx in _batches(len(X), config.batch_size):
-                    if noisy_step is not None:
-                        values = noisy_step(X.index_select(0, idx), P.index_select(0, idx))
-                        optimizer.apply(lr=lr_now(epoch), clip=_NOISY_CLIP)
-                        sums += values
-                    else:
-                        h = model.data_encoder(X[idx])
-                        loss, parts = unsupervised_loss(model, h, _feed(P[idx], config.train_feed), config.beta)
-                        optimizer.step(loss, lr=lr_now(epoch), clip=_NOISY_CLIP)
-                        sums += (parts.total, parts.reconstruction, parts.latent)
+                for idx in device_batches(len(X), config.batch_size, device):
+                    noisy_step(idx, lr=lr_now(epoch))
                     step += 1
                     n_batches += 1
                 noisy_lr = lr_now(epoch)  # the history's lr: the noisy pass's last
-                if data.clean is not None:
-                    Xc, yc, pc = data.clean
-                    for idx in _batches(len(Xc), config.batch_size):
-                        h = model.data_encoder(Xc[idx])
-                        noisy = _feed(pc[idx], config.train_feed)
-                        loss, parts = supervised_loss(model, h, noisy, yc[idx], config.beta, config.eta)
-                        optimizer.step(loss, lr=lr_now(epoch), clip=_CLEAN_CLIP)
+                if clean_step is not None:
+                    for idx in device_batches(len(data.clean[0]), config.batch_size, device):
+                        clean_step(idx, lr=lr_now(epoch))
                         step += 1
-                        clean_sum += parts.total
                         clean_batches += 1
+            sums = noisy_step.take_sums()
             entry: dict[str, Any] = {
                 "epoch": epoch,
                 "phase": "train",
@@ -287,8 +331,8 @@ def train_latent_shift_model(
                 "latent": sums[2] / max(1, n_batches),
                 "lr": noisy_lr,
             }
-            if data.clean is not None:
-                entry["clean_loss"] = clean_sum / max(1, clean_batches)
+            if clean_step is not None:
+                entry["clean_loss"] = clean_step.take_sums()[0] / max(1, clean_batches)
             if not math.isfinite(entry["loss"]):
                 entry["diverged"] = True
                 history.append(entry)
@@ -310,81 +354,3 @@ def train_latent_shift_model(
     n_hold = 0 if holdout is None else len(holdout[0])
     n_clean = 0 if data.clean is None else len(data.clean[0])
     return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold, n_clean), history)
-
-
-class FlatAdamW:
-    """AdamW (decoupled weight decay) with global-norm clipping over the trainable parameters of some
-    modules, all laid out as views into one flat buffer — and their gradients into another.
-
-    A training step of LSNPC at batch 32 is dominated by per-tensor overhead, not arithmetic: zeroing,
-    clipping and the update each touch ~50 small tensors. On flat buffers the update is one call of
-    ATen's fused AdamW kernel (the one ``torch.optim.AdamW(fused=True)`` runs, which also applies the
-    clipping factor), the clipping one norm. Autograd accumulates into the gradient views in place
-    (they are never set to None); :class:`~lsnpc.corrector.backprop.NoisyBatchStep` writes into them.
-    The update is the AdamW of Loshchilov & Hutter as ``torch.optim.AdamW`` computes it (tested
-    against it); no ``torch.optim`` object is built because constructing one imports ``torch._dynamo``
-    (~1.5–2 s on first use in a process, measured), a tenth of a small fit.
-
-    Use as a context manager: inside it the parameters live in the flat buffer; on exit each gets its
-    own storage back, so the model can be saved, copied or trained normally afterwards.
-    """
-
-    def __init__(
-        self,
-        modules: list[nn.Module],
-        *,
-        weight_decay: float,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-    ) -> None:
-        self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
-        if not self.params:
-            raise ValueError("FlatAdamW was given no trainable parameters")
-        first = self.params[0]
-        if any(p.dtype != first.dtype or p.device != first.device for p in self.params):
-            raise ValueError("FlatAdamW needs every trainable parameter on one device with one dtype")
-        self.flat = torch.cat([p.detach().reshape(-1) for p in self.params])
-        self.grad = torch.zeros_like(self.flat)
-        self.exp_avg = torch.zeros_like(self.flat)
-        self.exp_avg_sq = torch.zeros_like(self.flat)
-        self.steps = torch.zeros((), dtype=self.flat.dtype, device=self.flat.device)  # the kernel reads it
-        self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
-
-    def __enter__(self) -> Self:
-        offset = 0
-        for p in self.params:
-            n = p.numel()
-            p.data = self.flat[offset : offset + n].view_as(p)
-            p.grad = self.grad[offset : offset + n].view_as(p)
-            offset += n
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for p in self.params:
-            p.data = p.data.clone()
-            p.grad = None
-
-    @torch.no_grad()
-    def apply(self, *, lr: float, clip: float | None = None) -> None:
-        """One AdamW update from the gradients in the flat buffer, their global norm clipped to ``clip``."""
-        grad_scale = None
-        if clip is not None:
-            # clip_grad_norm_ multiplies by min(clip / (norm + 1e-6), 1); the kernel divides by grad_scale,
-            # so pass one only when it clips: the scaling pass costs ~15% of the update (measured). The
-            # norm is read on the host: free on the CPU, a synchronisation on a GPU.
-            norm = float(torch.dot(self.grad, self.grad).sqrt_())
-            if norm + 1e-6 > clip:
-                grad_scale = torch.tensor((norm + 1e-6) / clip, dtype=self.flat.dtype, device=self.flat.device)
-        self.steps.add_(1)
-        beta1, beta2 = self.betas
-        torch._fused_adamw_(
-            [self.flat], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps], lr=lr,
-            beta1=beta1, beta2=beta2, weight_decay=self.weight_decay, eps=self.eps, amsgrad=False,
-            maximize=False, grad_scale=grad_scale,
-        )
-
-    def step(self, loss: torch.Tensor, *, lr: float, clip: float | None = None) -> None:
-        """Zero the gradients, backpropagate ``loss``, clip their global norm to ``clip``, update."""
-        self.grad.zero_()
-        loss.backward()
-        self.apply(lr=lr, clip=clip)

@@ -1,0 +1,101 @@
+"""The CUDA path: training steps captured as CUDA graphs against eager ones, a fit on the GPU, and
+prediction there against the CPU's. These need a CUDA device and skip without one (CI has none);
+benchmarks/bench_gpu.py measures the same path's speed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device (none on this machine): the GPU path is not tested here"
+)
+
+
+def _model(device: torch.device):
+    from lsnpc import LSNPC
+    from lsnpc.corrector.config import ModelSpec, build_model
+
+    torch.manual_seed(0)
+    return build_model(ModelSpec.from_params(LSNPC().get_params()), n_features=12, n_labels=5).to(device).train()
+
+
+@pytest.mark.parametrize("gradient", ["autograd", "handwritten"])
+def test_graphed_steps_train_as_eager_steps(monkeypatch, gradient) -> None:
+    """60 noisy-batch steps, the last of each shape replayed from a CUDA graph, reach the parameters
+    that 60 eager steps reach from the same weights and seed (float rounding apart)."""
+    from lsnpc.corrector import optim
+    from lsnpc.corrector.backprop import NoisyBatchStep
+    from lsnpc.corrector.objective import unsupervised_terms
+
+    device = torch.device("cuda")
+    X, P = torch.randn(300, 12, device=device), torch.rand(300, 5, device=device)
+    batches = list(torch.randperm(300, device=device).split(32)) * 6  # 10 batches, the last of 12 rows
+    finals, captures = [], []
+    for graphs in (False, True):
+        monkeypatch.setattr(optim, "USE_CUDA_GRAPHS", graphs)
+        model = _model(device)
+        flat = optim.FlatAdamW([model], weight_decay=1e-5)
+        with flat:
+            if gradient == "handwritten":
+                by_hand = NoisyBatchStep(model, beta=0.01, feed="sample")
+                grad = lambda idx: by_hand(X.index_select(0, idx), P.index_select(0, idx))  # noqa: E731
+            else:
+                def loss_fn(idx):
+                    h = model.data_encoder(X.index_select(0, idx))
+                    return unsupervised_terms(model, h, torch.bernoulli(P.index_select(0, idx)), 0.01)
+
+                grad = optim.autograd_gradient(flat, loss_fn)
+            step = optim.TrainStep(flat, grad, clip=2.0, n_values=3, device=device)
+            torch.cuda.manual_seed(7)
+            for idx in batches:
+                step(idx, lr=1e-3)
+            sums = step.take_sums()
+        captures.append(step.captures)
+        finals.append((torch.cat([p.detach().reshape(-1) for p in model.parameters()]), sums))
+    assert captures == [0, 2]  # the full batches' shape and the last batch's
+    torch.testing.assert_close(finals[1][0], finals[0][0], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(finals[1][1], finals[0][1], rtol=1e-3)
+
+
+def test_fit_on_cuda_matches_the_cpu_in_quality_and_predicts_like_the_cpu() -> None:
+    """LSNPC(device="cuda") trains (graphs), and its fitted model predicts on the CPU what it predicts
+    on the GPU; the GPU fit corrects about as well as the CPU fit."""
+    from lsnpc import LSNPC
+    from lsnpc.metrics import micro_f1
+
+    from tests.conftest import make_noisy_problem
+
+    data = make_noisy_problem(600, 0.25)
+    X, Y, P = data["X"], data["Y"], data["P"]
+    gpu = LSNPC(device="cuda", random_state=0).fit(X[:400], P[:400])
+    cpu = LSNPC(random_state=0).fit(X[:400], P[:400])
+    Q_gpu = gpu.predict_proba(X[400:], P[400:])
+    assert np.isfinite(Q_gpu).all()
+    gain_gpu = micro_f1(Y[400:], Q_gpu) - micro_f1(Y[400:], P[400:])
+    gain_cpu = micro_f1(Y[400:], cpu.predict_proba(X[400:], P[400:])) - micro_f1(Y[400:], P[400:])
+    assert gain_gpu > gain_cpu - 0.05
+    from lsnpc.corrector.inference import predict_corrected
+
+    on_cpu = predict_corrected(gpu.model_.cpu(), X[400:], P[400:], feed="probs", device=torch.device("cpu"))
+    on_gpu = predict_corrected(gpu.model_.cuda(), X[400:], P[400:], feed="probs", device=torch.device("cuda"))
+    np.testing.assert_allclose(on_gpu, on_cpu, atol=1e-5)
+
+
+def test_student_fit_on_cuda_captures_and_lowers_its_loss() -> None:
+    from lsnpc.corrector.student import LabelStudent, fit_student
+    from lsnpc.corrector.model import StandardizedMLPEncoder
+
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    X = torch.randn(500, 12, device=device)
+    targets = torch.sigmoid(X[:, :4] * 2)
+    student = LabelStudent(StandardizedMLPEncoder(12, 32), 32, 4).to(device)
+    with torch.no_grad():
+        before = float(F.binary_cross_entropy_with_logits(student.eval()(X), targets))
+    result = fit_student(student, X, targets)
+    with torch.no_grad():
+        after = float(F.binary_cross_entropy_with_logits(student(X), targets))
+    assert result.epochs >= 3 and after < before - 0.05
