@@ -23,6 +23,8 @@ Tables (every time from ``torch.cuda.synchronize`` to ``torch.cuda.synchronize``
    chunk copied back to the host) and ``predict_corrected``'s GPU chunks, inputs resident on the device.
 5. Scene, 30% symmetric noise (``--scene``): test micro/macro-F1 and fit time of ``LSNPC()`` with and
    without the validation triple, on the GPU eager and graphed, beside the CPU's numbers stored in the file.
+6. ResNet-50 with random weights: spatial features of generated images (``lsnpc.features.ImageEncoder``)
+   and GradCAM maps (``lsnpc.explain.grad_cam``), images per second.
 """
 
 from __future__ import annotations
@@ -328,6 +330,42 @@ def bench_scene(path: str, runs: list[str]) -> dict:
     return out
 
 
+@section("6. ResNet-50 (random weights): spatial features and GradCAM, images/s")
+def bench_vision(n_images: int) -> dict:
+    import torch
+    import torchvision
+    from PIL import Image
+
+    from lsnpc.explain import grad_cam, resnet_backbone
+    from lsnpc.features import ImageEncoder
+
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)) for _ in range(n_images)]
+    encoder = ImageEncoder("resnet50", weights=None, output="spatial", progress=False)
+    encoder.encode(images[:64], batch_size=64, device=DEVICE)  # weights on the device, cuDNN warmed up
+    seconds = _sync_time(lambda: encoder.encode(images, batch_size=64, device=DEVICE))
+    shape = encoder.encode(images[:2], batch_size=2, device=DEVICE).shape
+    out = {"features_images_per_s": n_images / seconds, "feature_shape": list(shape)}
+    print(f"| spatial features, {n_images} generated 256² images, batch 64 | {n_images / seconds:,.0f} images/s | "
+          f"{tuple(shape[1:])} |", flush=True)
+
+    torch.manual_seed(0)
+    backbone = resnet_backbone(torchvision.models.resnet50(weights=None)).to(DEVICE).eval()
+    head = torch.nn.Linear(2048, 20).to(DEVICE).eval()
+    x = torch.randn(min(n_images, 64), 3, 224, 224, device=DEVICE)
+
+    def cams():
+        return grad_cam(lambda v: torch.sigmoid(head(backbone(v))), backbone.layer4, x, [0, 1, 2, 3])
+
+    maps = cams()
+    seconds = min(_sync_time(cams) for _ in range(3))
+    out["gradcam_images_per_s"] = len(x) / seconds
+    out["gradcam_maps_finite"] = bool(np.isfinite(maps).all())
+    print(f"| GradCAM, 4 labels, {len(x)} images of 224² | {len(x) / seconds:,.0f} images/s | maps {maps.shape}, "
+          f"finite {np.isfinite(maps).all()} |", flush=True)
+    return out
+
+
 def prepare_scene(path: str, home: str | None) -> None:
     """Scene's canonical splits, 30% symmetric noise (seed 0), the base MLP's probabilities, and
     LSNPC()'s CPU test F1 with and without the validation triple, saved to ``path`` (npz)."""
@@ -367,7 +405,8 @@ def main() -> None:
     parser.add_argument("--eager-fit", action="store_true", help="also the eager default fit at COCO scale")
     parser.add_argument("--fit-gradients", nargs="+", default=["autograd", "handwritten"],
                         choices=("autograd", "handwritten"), help="noisy-batch gradients of table 3")
-    parser.add_argument("--skip", nargs="+", default=[], choices=("steps", "equality", "fits", "predict"))
+    parser.add_argument("--skip", nargs="+", default=[], choices=("steps", "equality", "fits", "predict", "vision"))
+    parser.add_argument("--images", type=int, default=1024, help="generated images of table 6")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fit-size", default=COCO, help="n x d x L of tables 3 and 4")
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the script (timings meaningless)")
@@ -398,6 +437,8 @@ def main() -> None:
         training.GPU_NOISY_GRADIENT = args.gpu_gradient
     if args.scene:
         bench_scene(args.scene, args.scene_runs)
+    if "vision" not in args.skip:
+        bench_vision(args.images)
     if args.out:
         RESULTS.pop("_model", None)
         Path(args.out).write_text(json.dumps(RESULTS, indent=1, default=str))

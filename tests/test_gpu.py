@@ -99,3 +99,51 @@ def test_student_fit_on_cuda_captures_and_lowers_its_loss() -> None:
     with torch.no_grad():
         after = float(F.binary_cross_entropy_with_logits(student(X), targets))
     assert result.epochs >= 3 and after < before - 0.05
+
+
+@pytest.mark.parametrize("setting", ["users_encoder", "clean_set", "gauss_autograd"])
+def test_every_training_loop_is_captured_on_cuda(setting, monkeypatch) -> None:
+    """A user's encoder (autograd runs its backward inside the graph), clean batches (eq. 13) and the
+    autograd noisy step all train as CUDA graphs: no capture falls back to eager steps."""
+    import warnings
+
+    from torch import nn
+
+    from lsnpc import LSNPC
+    from lsnpc.corrector import training
+    from tests.conftest import make_noisy_problem
+
+    data = make_noisy_problem(500, 0.25)
+    X, Y, P = data["X"], data["Y"], data["P"]
+    kwargs, fit_kwargs = {}, {}
+    if setting == "users_encoder":
+        torch.manual_seed(0)
+        kwargs["encoder"] = nn.Sequential(nn.Linear(8, 32), nn.BatchNorm1d(32), nn.GELU(), nn.Dropout(0.1))
+    elif setting == "clean_set":
+        fit_kwargs = dict(X_clean=X[400:], y_clean=Y[400:], pred_probs_clean=P[400:])
+    else:
+        monkeypatch.setattr(training, "GPU_NOISY_GRADIENT", "autograd")
+        kwargs["latent"] = "gauss"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*CUDA graph.*")
+        model = LSNPC(device="cuda", random_state=0, epochs=4, **kwargs).fit(X[:400], P[:400], **fit_kwargs)
+    Q = model.predict_proba(X[:400], P[:400])
+    assert Q.shape == (400, 4) and np.isfinite(Q).all()
+    assert all(np.isfinite(h["loss"]) for h in model.history_ if h["phase"] == "train")
+
+
+def test_grad_cam_runs_a_network_on_the_gpu_from_images_in_host_memory() -> None:
+    """grad_cam hands ``score`` the images on the layer's device (they were left on the CPU: a
+    device-mismatch error for any network on a GPU)."""
+    from torch import nn
+
+    from lsnpc.explain import grad_cam
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                        nn.Linear(4, 2)).cuda().eval()
+    images = np.random.default_rng(0).normal(size=(3, 3, 16, 16)).astype(np.float32)
+    maps = grad_cam(lambda x: torch.sigmoid(net(x)), net[0], images, [0, 1])
+    on_cpu = grad_cam(lambda x: torch.sigmoid(net.cpu()(x)), net[0].cpu(), images, [0, 1])
+    assert maps.shape == (3, 2, 16, 16) and np.isfinite(maps).all()
+    np.testing.assert_allclose(maps, on_cpu, atol=1e-4)

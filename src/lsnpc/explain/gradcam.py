@@ -119,7 +119,7 @@ def grad_cam(score: ScoreFunction, layer: nn.Module, images: Any, labels: int | 
     layer : torch.nn.Module
         A module inside the network whose output is a feature map (n, C, h, w).
     images : array or tensor (n, C_in, H, W)
-        The network's input (already normalised).
+        The network's input (already normalised); passed to ``score`` on ``layer``'s device.
     labels : int or sequence of int
         The label indices to explain, k of them.
 
@@ -128,7 +128,7 @@ def grad_cam(score: ScoreFunction, layer: nn.Module, images: Any, labels: int | 
     ndarray (n, k, H, W) float32 in [0, 1]: map j of image i is where label ``labels[j]``'s score of image
     i draws on, peak 1 (or zero everywhere when no location raises the score).
     """
-    x = _check_images(images)
+    x = _check_images(images).to(_device_of(layer))
     captured: list[torch.Tensor] = []
 
     def keep(module: nn.Module, args: Any, output: Any) -> torch.Tensor:
