@@ -127,9 +127,10 @@ class LSNPC(BaseEstimator):
         w = ``guard_base_weight``, or 1 when the output is implausible on the training rows (a
         collapse); see :mod:`lsnpc.corrector.guard` and ``guard_``. False: w = 0.
     guard_confidence : float in (0, 1]
-        Share of bootstrap resamples in which a candidate must lose to the base model to be passed over.
+        Share of bootstrap resamples in which a candidate must lose to the base model to be passed over
+        (0.5: when it loses more often than not).
     guard_base_weight : float in [0, 1]
-        w when no clean validation labels are given.
+        w when no clean validation labels are given (⅓).
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -190,8 +191,8 @@ class LSNPC(BaseEstimator):
         warm_start: bool = True,
         student: bool = True,
         guard: bool = True,
-        guard_confidence: float = 0.75,
-        guard_base_weight: float = 0.25,
+        guard_confidence: float = 0.5,
+        guard_base_weight: float = 1 / 3,
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int | str = "auto",
