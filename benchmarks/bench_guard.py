@@ -1,0 +1,175 @@
+"""The guard's rules side by side: for each setting LSNPC is fitted once (unguarded), then each rule
+decides the base model's weight from the same fit, so the rules differ only in the decision.
+
+Protocol as ``bench_quality.py`` (canonical splits, n training rows, the paper's noise, a base
+``MLPClassifier``, the ≈5% clean validation triple val0). Per setting:
+
+- with validation labels: ``LSNPC(guard=False)`` fitted with the val0 triple; its output on val0 and on
+  the test split; each rule picks w ∈ {0, ½, 1} on val0 (the library's bootstrap: 500 resamples,
+  the estimator's own seed) and the test output is (1 − w) · output + w · base;
+- without them: ``LSNPC(guard=False)`` fitted without; each prior base weight b, and the collapse check
+  on the training rows (``decide_without_validation``), gives the test output.
+
+Rules with validation:
+  loss@c   the library's: pass over a candidate that loses micro- or macro-F1 in ≥ c of the resamples
+  win@q    take a candidate only if it beats the base model (mean of micro and macro) in ≥ q of them
+Rules without: prior@b (b the base weight).
+
+    python benchmarks/bench_guard.py --datasets scene yeast synthetic --train-sizes 500 1500 --out guard.jsonl
+    python benchmarks/bench_guard.py --report --out guard.jsonl --groups choose=scene,yeast,synthetic \\
+        confirm=tmc2007-500,bibtex,delicious
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from bench_quality import DEFAULT_HOME, NOISE_NAMES, NOISES, load_arrays
+
+LOSS_LEVELS = (0.5, 0.6, 0.75, 0.9)
+WIN_LEVELS = (0.5, 0.6)
+PRIORS = (0.0, 0.25, 1 / 3, 0.4, 0.5)
+
+
+def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int) -> dict[str, float]:
+    """The base weight each validation rule picks."""
+    from lsnpc.corrector.guard import BASE_WEIGHTS, _counts, f1_from_counts
+
+    n = len(y_val)
+    rng = np.random.default_rng(seed)
+    weights = np.vstack([np.ones((1, n)), rng.multinomial(n, np.full(n, 1.0 / n), size=500)])
+    scores = {w: f1_from_counts(*_counts(y_val, ((1 - w) * output + w * base) >= 0.5, weights)) for w in BASE_WEIGHTS}
+    base_micro, base_macro = (s[1:] for s in scores[1.0])
+    loss, win = {}, {}
+    for w in BASE_WEIGHTS[:-1]:
+        micro, macro = (s[1:] for s in scores[w])
+        loss[w] = float(((micro < base_micro - 1e-12) | (macro < base_macro - 1e-12)).mean())
+        win[w] = float(((micro + macro) > (base_micro + base_macro) + 1e-12).mean())
+    picks = {}
+    for c in LOSS_LEVELS:
+        picks[f"loss@{c:g}"] = next((w for w in BASE_WEIGHTS[:-1] if loss[w] < c), 1.0)
+    for q in WIN_LEVELS:
+        picks[f"win@{q:g}"] = next((w for w in BASE_WEIGHTS[:-1] if win[w] >= q), 1.0)
+    return picks
+
+
+def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    from lsnpc import LSNPC, MLPClassifier, simulate_noise
+    from lsnpc.corrector.guard import decide_without_validation
+    from lsnpc.data import paper_splits
+    from lsnpc.metrics import macro_f1, micro_f1
+
+    X, Y, Xt, Yt = load_arrays(dataset, home, 4000, None)
+    if size != "full" and int(size) < len(X):
+        rows = np.sort(np.random.default_rng(10_000 + seed).choice(len(X), int(size), replace=False))
+        X, Y = X[rows], Y[rows]
+    split = paper_splits(len(X), random_state=seed)
+    tr, v0 = split["train"], split["val0"]
+    Y_noisy = simulate_noise(Y[tr], kind, rate, random_state=seed)[0] if rate > 0 else Y[tr].copy()
+    base = MLPClassifier(random_state=seed, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
+    P_tr, P_v0, P_te = (base.predict_proba(a) for a in (X[tr], X[v0], Xt))
+
+    def f1s(Q: np.ndarray) -> list[float]:
+        return [micro_f1(Yt, Q), macro_f1(Yt, Q)]
+
+    out = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed, n_val=len(v0),
+               base=f1s(P_te), val={}, noval={})
+    started = time.perf_counter()
+    model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
+    out_val, out_test = model.predict_proba(X[v0], P_v0), model.predict_proba(Xt, P_te)
+    for rule, w in _rule_weights(Y[v0], out_val, P_v0, model.predict_seed_).items():
+        out["val"][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+    model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr)
+    out_train, out_test = model.predict_proba(X[tr], P_tr), model.predict_proba(Xt, P_te)
+    for b in PRIORS:
+        w = decide_without_validation(out_train, P_tr, base_weight=b).base_weight
+        out["noval"][f"prior@{b:.2g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def _key(row: dict) -> tuple:
+    return row["dataset"], row["requested"], row["kind"], row["rate"], row["seed"]
+
+
+def report(rows: list[dict], groups: dict[str, list[str]]) -> None:
+    """Per group and mode, each rule against issue 9's bar (mean over seeds per setting)."""
+    import pandas as pd
+
+    records = []
+    for r in rows:
+        for mode in ("val", "noval"):
+            for rule, v in r[mode].items():
+                records.append(dict(dataset=r["dataset"], size=r["size"], kind=r["kind"], rate=r["rate"],
+                                    seed=r["seed"], mode=mode, rule=rule, w=v["w"],
+                                    d_micro=100 * (v["f1"][0] - r["base"][0]), d_macro=100 * (v["f1"][1] - r["base"][1])))
+    df = pd.DataFrame(records)
+    setting = ["dataset", "size", "kind", "rate", "mode", "rule"]
+    per = df.groupby(setting).agg(d_micro=("d_micro", "mean"), d_macro=("d_macro", "mean"), w=("w", "mean"),
+                                  seeds=("seed", "nunique")).reset_index()
+    for group, sets in groups.items():
+        g = per[per.dataset.isin(sets)]
+        if g.empty:
+            continue
+        print(f"\n{group} ({', '.join(sets)}): per setting, mean over seeds; Δ in F1 points")
+        print("| mode | rule | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ 30–50% | "
+              "worst Δ at 0% | mean w |")
+        print("|---|---|---|---|---|---|---|---|")
+        for (mode, rule), h in g.groupby(["mode", "rule"], sort=True):
+            noisy, clean = h[h.rate > 0], h[h.rate == 0]
+            worst_noisy = noisy[["d_micro", "d_macro"]].min(axis=1).min()
+            worst_clean = clean[["d_micro", "d_macro"]].min(axis=1).min() if len(clean) else float("nan")
+            print(f"| {mode} | {rule} | {len(h)} | {noisy.d_micro.mean():+.2f} | {noisy.d_macro.mean():+.2f} | "
+                  f"{worst_noisy:+.2f} | {worst_clean:+.2f} | {h.w.mean():.2f} |")
+        clean = g[g.rate == 0]
+        if len(clean):
+            print("\n0% noise, per setting (Δ micro / Δ macro):")
+            for (dataset, size, mode), h in clean.groupby(["dataset", "size", "mode"]):
+                print(f"  {dataset} {size} {mode}: " + ", ".join(
+                    f"{r.rule} {r.d_micro:+.2f}/{r.d_macro:+.2f}" for r in h.itertuples()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", default=["scene"])
+    parser.add_argument("--train-sizes", nargs="+", default=["500", "1500"])
+    parser.add_argument("--noise", nargs="+", default=list(NOISES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--data-home", default=str(DEFAULT_HOME))
+    parser.add_argument("--out", type=Path, nargs="+", required=True, help="JSON lines (appended, resumed)")
+    parser.add_argument("--report", action="store_true", help="only print the tables of --out")
+    parser.add_argument("--groups", nargs="+", default=None, help="NAME=set1,set2 (default: one group per data set)")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
+    if not args.report:
+        done = {_key(r) for r in rows}
+        tasks = [(d, s, spec.split(":")[0], float(spec.split(":")[1]), seed) for d in args.datasets
+                 for s in args.train_sizes for spec in args.noise for seed in args.seeds]
+        tasks = [t for t in tasks if t not in done]
+        started = time.perf_counter()
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for row in pool.map(run_setting, *zip(*tasks), [args.data_home] * len(tasks)):
+                rows.append(row)
+                with open(args.out[0], "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                noise = "0%" if row["rate"] == 0 else f"{NOISE_NAMES[row['kind']]} {row['rate']:.0%}"
+                print(f"  {row['dataset']} n={row['size']} {noise} seed {row['seed']}: {row['seconds']:.0f} s",
+                      flush=True)
+        print(f"{len(tasks)} settings in {time.perf_counter() - started:.0f} s")
+    groups = ({g.split("=")[0]: g.split("=")[1].split(",") for g in args.groups} if args.groups
+              else {d: [d] for d in sorted({r["dataset"] for r in rows})})
+    report(rows, groups)
+
+
+if __name__ == "__main__":
+    main()
