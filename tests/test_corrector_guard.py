@@ -175,3 +175,12 @@ def test_a_corrupt_decision_is_rejected_naming_the_field(change, match) -> None:
         GuardDecision.from_dict(data)
     with pytest.raises(ValueError, match="mapping"):
         GuardDecision.from_dict(["applied", True])
+
+
+def test_the_summary_rounds_the_default_prior() -> None:
+    """w = ⅓ (stored as 1 − blend, 0.33333333333333326) reads as 0.333, not as its float rounding."""
+    from lsnpc import LSNPC
+
+    base = np.full((4, 2), 0.6)
+    summary = decide_without_validation(base, base, base_weight=LSNPC().guard_base_weight).summary()
+    assert "base weight 0.333;" in summary

@@ -120,7 +120,7 @@ class GuardDecision:
             return f"guard off ({self.reason}): LSNPC's output as it is"
         w = self.base_weight
         what = ("the base model's probabilities" if w == 1.0 else "LSNPC's output" if w == 0.0
-                else f"LSNPC's output with base weight {w:g}")
+                else f"LSNPC's output with base weight {w:.3g}")
         if self.mode == "validation":
             support = ", ".join(f"w = {k:g}: {v:.0%}" for k, v in (self.loss_support or {}).items())
             line = (f"{what}; share of {_N_BOOT} bootstrap resamples of {self.n_val} validation rows in which "
