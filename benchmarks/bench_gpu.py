@@ -213,7 +213,6 @@ def bench_equality() -> dict:
 
 
 def _fit(kind: str, X, P, **kwargs) -> tuple[float, object]:
-    import torch
 
     from lsnpc import LSNPC
 

@@ -111,7 +111,8 @@ def report(rows: list[dict], groups: dict[str, list[str]]) -> None:
             for rule, v in r[mode].items():
                 records.append(dict(dataset=r["dataset"], size=r["size"], kind=r["kind"], rate=r["rate"],
                                     seed=r["seed"], mode=mode, rule=rule, w=v["w"],
-                                    d_micro=100 * (v["f1"][0] - r["base"][0]), d_macro=100 * (v["f1"][1] - r["base"][1])))
+                                    d_micro=100 * (v["f1"][0] - r["base"][0]),
+                                    d_macro=100 * (v["f1"][1] - r["base"][1])))
     df = pd.DataFrame(records)
     setting = ["dataset", "size", "kind", "rate", "mode", "rule"]
     per = df.groupby(setting).agg(d_micro=("d_micro", "mean"), d_macro=("d_macro", "mean"), w=("w", "mean"),

@@ -119,7 +119,8 @@ def warm_start_encoder(
     batch_size = min(256, len(X))
 
     def loss_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        loss = F.binary_cross_entropy_with_logits(head(model.data_encoder(X.index_select(0, idx))), P.index_select(0, idx))
+        logits = head(model.data_encoder(X.index_select(0, idx)))
+        loss = F.binary_cross_entropy_with_logits(logits, P.index_select(0, idx))
         return loss, loss.detach().reshape(1)
 
     done = 0
