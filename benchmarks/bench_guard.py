@@ -13,6 +13,8 @@ Protocol as ``bench_quality.py`` (canonical splits, n training rows, the paper's
 Rules with validation:
   loss@c   the library's: pass over a candidate that loses micro- or macro-F1 in ≥ c of the resamples
   win@q    take a candidate only if it beats the base model (mean of micro and macro) in ≥ q of them
+  prior-first@q  start from the no-label prior ⅓: take w = 0 only if it beats the base model in ≥ q of
+           the resamples and does not lose in ≥ ½; else ⅓, ½, 1, the first that does not lose in ≥ ½
 Rules without: prior@b (b the base weight).
 
     python benchmarks/bench_guard.py --datasets scene yeast synthetic --train-sizes 500 1500 --out guard.jsonl
@@ -34,32 +36,40 @@ from bench_quality import DEFAULT_HOME, NOISE_NAMES, NOISES, load_arrays
 
 LOSS_LEVELS = (0.5, 0.6, 0.75, 0.9)
 WIN_LEVELS = (0.5, 0.6)
+PRIOR_FIRST_LEVELS = (0.6, 0.75, 0.9)
 PRIORS = (0.0, 0.25, 1 / 3, 0.4, 0.5)
+CANDIDATES = (0.0, 1 / 3, 0.5, 1.0)
 
 
 def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int) -> dict[str, float]:
     """The base weight each validation rule picks."""
-    from lsnpc.corrector.guard import BASE_WEIGHTS, _counts, f1_from_counts
+    from lsnpc.corrector.guard import _counts, f1_from_counts
 
     n = len(y_val)
     rng = np.random.default_rng(seed)
     weights = np.vstack([np.ones((1, n)), rng.multinomial(n, np.full(n, 1.0 / n), size=500)])
-    scores = {w: f1_from_counts(*_counts(y_val, ((1 - w) * output + w * base) >= 0.5, weights)) for w in BASE_WEIGHTS}
+    scores = {w: f1_from_counts(*_counts(y_val, ((1 - w) * output + w * base) >= 0.5, weights)) for w in CANDIDATES}
     base_micro, base_macro = (s[1:] for s in scores[1.0])
     loss, win = {}, {}
-    for w in BASE_WEIGHTS[:-1]:
+    for w in CANDIDATES[:-1]:
         micro, macro = (s[1:] for s in scores[w])
         loss[w] = float(((micro < base_micro - 1e-12) | (macro < base_macro - 1e-12)).mean())
         win[w] = float(((micro + macro) > (base_micro + base_macro) + 1e-12).mean())
+    library = (0.0, 0.5)  # the library's candidates before the base model
     picks = {}
     for c in LOSS_LEVELS:
-        picks[f"loss@{c:g}"] = next((w for w in BASE_WEIGHTS[:-1] if loss[w] < c), 1.0)
+        picks[f"loss@{c:g}"] = next((w for w in library if loss[w] < c), 1.0)
     for q in WIN_LEVELS:
-        picks[f"win@{q:g}"] = next((w for w in BASE_WEIGHTS[:-1] if win[w] >= q), 1.0)
+        picks[f"win@{q:g}"] = next((w for w in library if win[w] >= q), 1.0)
+    for q in PRIOR_FIRST_LEVELS:
+        if win[0.0] >= q and loss[0.0] < 0.5:
+            picks[f"prior-first@{q:g}"] = 0.0
+        else:
+            picks[f"prior-first@{q:g}"] = next((w for w in CANDIDATES[1:-1] if loss[w] < 0.5), 1.0)
     return picks
 
 
-def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str) -> dict:
+def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str, modes: tuple[str, ...]) -> dict:
     import torch
 
     torch.set_num_threads(1)
@@ -84,10 +94,14 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
     out = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed, n_val=len(v0),
                base=f1s(P_te), val={}, noval={})
     started = time.perf_counter()
-    model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
-    out_val, out_test = model.predict_proba(X[v0], P_v0), model.predict_proba(Xt, P_te)
-    for rule, w in _rule_weights(Y[v0], out_val, P_v0, model.predict_seed_).items():
-        out["val"][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+    if "val" in modes:
+        model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
+        out_val, out_test = model.predict_proba(X[v0], P_v0), model.predict_proba(Xt, P_te)
+        for rule, w in _rule_weights(Y[v0], out_val, P_v0, model.predict_seed_).items():
+            out["val"][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+    if "noval" not in modes:
+        out["seconds"] = time.perf_counter() - started
+        return out
     model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr)
     out_train, out_test = model.predict_proba(X[tr], P_tr), model.predict_proba(Xt, P_te)
     for b in PRIORS:
@@ -150,6 +164,8 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="only print the tables of --out")
     parser.add_argument("--groups", nargs="+", default=None, help="NAME=set1,set2 (default: one group per data set)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--modes", nargs="+", default=["val", "noval"], choices=("val", "noval"),
+                        help="with the validation triple, without labels, or both")
     args = parser.parse_args()
     rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
     if not args.report:
@@ -159,7 +175,8 @@ def main() -> None:
         tasks = [t for t in tasks if t not in done]
         started = time.perf_counter()
         with ProcessPoolExecutor(args.jobs) as pool:
-            for row in pool.map(run_setting, *zip(*tasks), [args.data_home] * len(tasks)):
+            extra = [args.data_home] * len(tasks), [tuple(args.modes)] * len(tasks)
+            for row in pool.map(run_setting, *zip(*tasks), *extra):
                 rows.append(row)
                 with open(args.out[0], "a") as fh:
                     fh.write(json.dumps(row) + "\n")
