@@ -29,9 +29,10 @@ __all__ = ["LABEL_CORRECTOR_DEFAULTS", "label_quality_scores", "find_label_issue
 LABEL_CORRECTOR_DEFAULTS: dict[str, Any] = {"random_state": 0, "student": False, "guard": False}
 """The LSNPC parameters the label functions set unless ``params`` give others: a fixed seed, so results
 repeat, and the plain correction (no student, no guard) in the prior. On scene and yeast (4 noise
-settings × 3 seeds) the default's student and ¼ base blend moved AUROC by at most 0.1 points in a
-setting, AP by 0.4 and the relabelled retraining's F1 by 0.5, either way, and made the fit ~40% slower;
-its collapse check would silently drop the correction from the prior (README, label issues)."""
+settings × 3 seeds) the default's student and ¼ base blend (its prior then; ⅓ now) moved AUROC by at
+most 0.1 points in a setting, AP by 0.4 and the relabelled retraining's F1 by 0.5, either way, and made
+the fit ~40% slower; its collapse check would silently drop the correction from the prior (README, label
+issues)."""
 
 _FIT_ARGUMENTS = ("X_clean", "y_clean", "pred_probs_clean", "X_val", "y_val", "pred_probs_val")
 
