@@ -47,14 +47,20 @@ def standardization(X: np.ndarray, axes: tuple[int, ...] = (0,)) -> tuple[np.nda
     return mean, scale
 
 
-def minibatches(n: int, batch_size: int, generator: torch.Generator | None = None) -> list[torch.Tensor]:
+def minibatches(
+    n: int, batch_size: int, generator: torch.Generator | None = None, *, device: torch.device | None = None
+) -> list[torch.Tensor]:
     """Index tensors of the shuffled mini-batches of one epoch over ``n`` samples.
 
     ``generator`` draws the permutation (None: torch's global generator, e.g. inside
     :func:`lsnpc._torch.seeded`). Every batch holds ``batch_size`` indices except the last, which
-    holds the rest; a last batch of a single index is dropped when there is another batch.
+    holds the rest; a last batch of a single index is dropped when there is another batch. ``device``:
+    where the index tensors live (default the CPU); the permutation is drawn on the CPU either way and
+    moved in one copy, so no training step on a GPU waits for one.
     """
     batches = list(torch.randperm(n, generator=generator).split(batch_size))
     if len(batches) > 1 and len(batches[-1]) < 2:
         batches.pop()
-    return batches
+    if device is None or device.type == "cpu":
+        return batches
+    return list(torch.cat(batches).to(device).split([len(b) for b in batches]))

@@ -277,20 +277,14 @@ def predict_corrected(
     """
     correct = FoldedCorrector(model)
     rows = chunk_rows(model, device)
-    n = len(X)
+    on_host = device.type == "cpu"
+    shape = tuple(probs.shape)
+    out = np.empty(shape, dtype=np.float32) if on_host else torch.empty(shape, dtype=torch.float32, device=device)
     with torch.inference_mode():
-        if device.type == "cpu":
-            out = np.empty(tuple(probs.shape), dtype=np.float32)
-            for start in range(0, n, rows):
-                stop = start + rows
-                xb = torch.as_tensor(X[start:stop], dtype=torch.float32, device=device)
-                pb = torch.as_tensor(probs[start:stop], dtype=torch.float32, device=device)
-                out[start:stop] = correct(xb, pb, feed=feed).cpu().numpy()
-            return out
-        result = torch.empty(tuple(probs.shape), dtype=torch.float32, device=device)
-        for start in range(0, n, rows):
+        for start in range(0, len(X), rows):
             stop = start + rows
             xb = torch.as_tensor(X[start:stop], dtype=torch.float32, device=device)
             pb = torch.as_tensor(probs[start:stop], dtype=torch.float32, device=device)
-            result[start:stop] = correct(xb, pb, feed=feed)
-        return result.cpu().numpy()
+            answer = correct(xb, pb, feed=feed)
+            out[start:stop] = answer.numpy() if on_host else answer
+    return out if on_host else out.cpu().numpy()

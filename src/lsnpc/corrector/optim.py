@@ -147,7 +147,7 @@ class TrainStep:
     returns the values to report (a 1-d tensor, or floats); then AdamW updates with the gradient's norm
     clipped to ``clip``. Call it with the step's input tensors and the learning rate.
 
-    On the CPU each call runs eagerly (the values are added up on the host). On a CUDA device nothing
+    On the CPU each call runs eagerly (the values summed in float64). On a CUDA device nothing
     is read back: the learning rate is a device tensor, clipping is computed on the device, the values
     are summed there (:meth:`take_sums` reads them, once per epoch). There the first ``_EAGER_CALLS``
     calls of each input shape run eagerly on a side stream; the next is captured as a CUDA graph and
@@ -166,15 +166,13 @@ class TrainStep:
         n_values: int,
         device: torch.device,
     ) -> None:
-        self.optimizer, self.gradient, self.clip, self.n_values = optimizer, gradient, clip, n_values
+        self.optimizer, self.gradient, self.clip = optimizer, gradient, clip
         self.on_gpu = device.type == "cuda"
         self.graphs = self.on_gpu and USE_CUDA_GRAPHS
         self.sums = torch.zeros(n_values, dtype=torch.float64 if not self.on_gpu else torch.float32, device=device)
         self.last = torch.zeros(n_values, dtype=self.sums.dtype, device=device)
         self.calls = 0
         self.captures = 0
-        self._host_sums = np.zeros(n_values)
-        self._host_last = np.zeros(n_values)
         self._lr = torch.zeros((), dtype=optimizer.flat.dtype, device=device) if self.on_gpu else None
         self._captured: dict[tuple, _Captured] = {}
         self._eager_calls: dict[tuple, int] = {}
@@ -183,16 +181,11 @@ class TrainStep:
     def __call__(self, *inputs: torch.Tensor, lr: float) -> None:
         self.calls += 1
         if not self.on_gpu:
-            values = self.gradient(*inputs)
-            if isinstance(values, torch.Tensor):
-                values = values.tolist()
-            self._host_last = np.asarray(values, dtype=float)
-            self._host_sums += self._host_last
-            self.optimizer.apply(lr=lr, clip=self.clip)
+            self._body(inputs, lr)
             return
         self._lr.fill_(lr)  # type: ignore[union-attr]
         if not self.graphs:
-            self._body(inputs)
+            self._body(inputs, self._lr)
             return
         key = tuple((tuple(t.shape), t.dtype) for t in inputs)
         captured = self._captured.get(key)
@@ -203,24 +196,25 @@ class TrainStep:
                 stream = self._side_stream
                 stream.wait_stream(torch.cuda.current_stream())  # type: ignore[union-attr]
                 with torch.cuda.stream(stream):
-                    self._body(inputs)
+                    self._body(inputs, self._lr)
                 torch.cuda.current_stream().wait_stream(stream)  # type: ignore[arg-type]
                 return
             captured = self._capture(key, inputs)
             if captured is None:
-                self._body(inputs)
+                self._body(inputs, self._lr)
                 return
         for static, value in zip(captured.inputs, inputs, strict=True):
             static.copy_(value)
         captured.graph.replay()
 
-    def _body(self, inputs: Sequence[torch.Tensor]) -> None:
+    def _body(self, inputs: Sequence[torch.Tensor], lr: float | torch.Tensor | None) -> None:
+        """Gradient, bookkeeping, update: ``lr`` a float on the CPU, the device tensor on a GPU."""
         values = self.gradient(*inputs)
         with torch.no_grad():
             values = torch.as_tensor(values, dtype=self.sums.dtype, device=self.sums.device)
             self.sums.add_(values)
             self.last.copy_(values)
-        self.optimizer.apply(lr=self._lr, clip=self.clip)  # type: ignore[arg-type]
+        self.optimizer.apply(lr=lr, clip=self.clip)  # type: ignore[arg-type]
 
     def _capture(self, key: tuple, inputs: Sequence[torch.Tensor]) -> _Captured | None:
         static = [t.clone() for t in inputs]
@@ -228,7 +222,7 @@ class TrainStep:
         try:
             torch.cuda.synchronize()
             with torch.cuda.graph(graph):
-                self._body(static)
+                self._body(static, self._lr)
         except Exception as exc:  # noqa: BLE001 - any capture failure: fall back to eager steps
             self.graphs = False
             torch.cuda.synchronize()
@@ -245,15 +239,10 @@ class TrainStep:
 
     def take_sums(self) -> np.ndarray:
         """The values added up since the last call (n_values,), and reset (a device sync on a GPU)."""
-        if not self.on_gpu:
-            sums, self._host_sums = self._host_sums, np.zeros(self.n_values)
-            return sums
-        sums = self.sums.double().cpu().numpy()
+        sums = self.sums.double().cpu().numpy().copy()  # a copy: on the CPU .numpy() shares the memory
         self.sums.zero_()
         return sums
 
     def last_values(self) -> np.ndarray:
         """The values of the last step (n_values,)."""
-        if not self.on_gpu:
-            return self._host_last.copy()
-        return self.last.double().cpu().numpy()
+        return self.last.double().cpu().numpy().copy()

@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._numerics import minibatches
 from ..metrics import micro_f1
 from .optim import FlatAdamW, TrainStep, autograd_gradient
-from .training import device_batches
 
 __all__ = ["LabelStudent", "StudentResult", "fit_student", "student_epochs"]
 
@@ -103,7 +103,7 @@ def fit_student(
         step = TrainStep(optimizer, autograd_gradient(optimizer, loss_fn), clip=None, n_values=1, device=X.device)
         for epoch in range(1, epochs + 1):
             student.train()
-            for idx in device_batches(len(X), batch_size, X.device):
+            for idx in minibatches(len(X), batch_size, device=X.device):
                 step(idx, lr=_LR)
             if val is not None:
                 score = micro_f1(val[1], student.predict_proba(X_val).cpu().numpy())

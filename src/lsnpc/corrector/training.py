@@ -93,15 +93,6 @@ def _feed(probs: torch.Tensor, mode: str) -> torch.Tensor:
     return torch.bernoulli(probs) if mode == "sample" else probs
 
 
-def device_batches(n: int, batch_size: int, device: torch.device) -> list[torch.Tensor]:
-    """:func:`~lsnpc._numerics.minibatches` (the same permutation from torch's CPU generator), as index
-    tensors on ``device``: on a GPU moved there in one copy per epoch, so no step waits for one."""
-    batches = _batches(n, batch_size)
-    if device.type == "cpu":
-        return batches
-    return list(torch.cat(batches).to(device).split([len(b) for b in batches]))
-
-
 def warm_start_encoder(
     model: LatentShiftModel, X: torch.Tensor, P: torch.Tensor, *, steps: int, device: torch.device
 ) -> float:
@@ -127,7 +118,7 @@ def warm_start_encoder(
     with optimizer:
         step = TrainStep(optimizer, autograd_gradient(optimizer, loss_fn), clip=None, n_values=1, device=device)
         while done < steps:
-            for idx in device_batches(len(X), batch_size, device):
+            for idx in _batches(len(X), batch_size, device=device):
                 step(idx, lr=1e-3)
                 done += 1
                 if done >= steps:
@@ -313,13 +304,13 @@ def train_latent_shift_model(
             started = time.perf_counter()
             n_batches = clean_batches = 0
             with kernels():
-                for idx in device_batches(len(X), config.batch_size, device):
+                for idx in _batches(len(X), config.batch_size, device=device):
                     noisy_step(idx, lr=lr_now(epoch))
                     step += 1
                     n_batches += 1
                 noisy_lr = lr_now(epoch)  # the history's lr: the noisy pass's last
                 if clean_step is not None:
-                    for idx in device_batches(len(data.clean[0]), config.batch_size, device):
+                    for idx in _batches(len(data.clean[0]), config.batch_size, device=device):
                         clean_step(idx, lr=lr_now(epoch))
                         step += 1
                         clean_batches += 1
