@@ -413,6 +413,9 @@ def main() -> None:
     args = parser.parse_args()
     global DEVICE
     DEVICE = args.device
+    for path in (args.prepare_scene, args.out):
+        if path and Path(path).exists():
+            parser.error(f"{path} exists; this script writes only new files (remove it or name another)")
     if args.prepare_scene:
         prepare_scene(args.prepare_scene, args.data_home)
         return
@@ -440,7 +443,9 @@ def main() -> None:
         bench_vision(args.images)
     if args.out:
         RESULTS.pop("_model", None)
-        Path(args.out).write_text(json.dumps(RESULTS, indent=1, default=str))
+        tmp = Path(args.out).with_name(Path(args.out).name + ".part")
+        tmp.write_text(json.dumps(RESULTS, indent=1, default=str))
+        tmp.replace(args.out)
 
 
 if __name__ == "__main__":
