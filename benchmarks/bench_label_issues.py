@@ -14,6 +14,8 @@ for both methods; then
   (b) cleanlab's kept rows (`cleanlab.multilabel_classification.filter.find_label_issues` removed),
   (c) `correct_labels`' output, (d) the true labels; scored on MULAN's test split.
 
+goemotions: MiniLM features of a seeded 4,000-text pool per split, as in `bench_quality.py`.
+
 Needs the `bench` extra (cleanlab). One thread per process; settings run in parallel with --jobs.
 
     python benchmarks/bench_label_issues.py --datasets scene yeast tmc2007-500 bibtex delicious --jobs 2
@@ -37,6 +39,13 @@ LARGE = ("tmc2007-500", "delicious")
 
 
 def load(dataset: str, home: str, max_train: int) -> tuple[np.ndarray, ...]:
+    """(X, Y, X_test, Y_test); text sets (goemotions) as ``bench_quality`` encodes them (MiniLM, its
+    4,000-text pools, lsnpc's feature cache)."""
+    from bench_quality import TEXT_SETS, load_arrays
+
+    if dataset in TEXT_SETS:
+        X, Y, Xt, Yt = load_arrays(dataset, home, 4000, None)
+        return X, np.asarray(Y, np.int64), Xt, np.asarray(Yt, np.int64)
     from lsnpc.data import load_dataset
 
     train, test = load_dataset(dataset, "train", data_home=home), load_dataset(dataset, "test", data_home=home)

@@ -11,12 +11,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from scipy.special import expit, logit
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from lsnpc import LSNPC, MLPClassifier, correct_labels, cross_val_pred_probs, find_label_issues, label_quality_scores
 from lsnpc._validation import check_multilabel
-from lsnpc.corrector.label_posterior import label_quality, swap_posterior, swap_relabel, swap_transition
+from lsnpc.corrector.label_posterior import (
+    choose_neighbour_weight,
+    label_prior,
+    label_quality,
+    neighbour_label_rates,
+    swap_posterior,
+    swap_relabel,
+    swap_transition,
+)
 from lsnpc.data import load_dataset
 from lsnpc.label_issues import fit_corrector
 from lsnpc.noise import simulate_noise, transition_matrix
@@ -129,6 +138,50 @@ def test_label_quality_blends_the_posterior_with_self_confidence() -> None:
             & (blend <= np.maximum(pure, np.where(given == 1, P, 1 - P)) + 1e-9)).all()
 
 
+def test_neighbour_rates_count_the_nearest_rows_without_the_row_itself() -> None:
+    # two tight groups far apart (by angle, after standardising); each row's 2 neighbours are its group
+    # mates, never itself
+    X = np.array([[10.0, 10.1], [10.0, 10.0], [10.1, 10.0], [-10.0, -9.9], [-10.0, -10.0], [-9.9, -10.0]])
+    given = np.array([[1, 0], [1, 0], [0, 0], [0, 1], [0, 1], [0, 1]])
+    rates = neighbour_label_rates(X, given, n_neighbors=2)
+    overall = given.mean(0)
+    mates = np.array([[1, 0], [1, 0], [2, 0], [0, 2], [0, 2], [0, 2]])  # given among the two mates
+    np.testing.assert_allclose(rates, (mates + 2 * overall) / 4)
+    # fewer rows than neighbours asked for: all the others
+    np.testing.assert_allclose(neighbour_label_rates(X[:3], given[:3]), (np.array([[1, 0], [1, 0], [2, 0]])
+                                                                         + 2 * given[:3].mean(0)) / 4)
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        neighbour_label_rates(X[:1], given[:1])
+
+
+def test_the_neighbours_share_goes_to_whichever_predicts_the_given_labels() -> None:
+    rng = np.random.default_rng(7)
+    given = (rng.random((400, 5)) < 0.3).astype(np.int64)
+    informed = np.where(given == 1, 0.85, 0.1)  # knows the labels
+    blind = rng.uniform(0.2, 0.4, given.shape)  # knows nothing
+    blind_logits = logit(blind)
+    assert choose_neighbour_weight(given, blind_logits, informed) == 1.0
+    assert choose_neighbour_weight(given, logit(informed), blind) == 0.0
+    # each knows the labels of a different half of the entries: a blend, and the prior uses it
+    mask = rng.random(given.shape) < 0.5
+    model, neighbours = np.where(mask, informed, blind), np.where(mask, blind, informed)
+    b = choose_neighbour_weight(given, logit(model), neighbours)
+    assert 0.3 <= b <= 0.7
+    np.testing.assert_allclose(label_prior(model, model, neighbours, labels=given),
+                               label_prior(model, model, neighbours, neighbour_weight=b))
+    with pytest.raises(ValueError, match="needs the given labels"):
+        label_prior(model, model, neighbours)
+
+
+def test_the_prior_blends_the_neighbours_into_the_model_logits() -> None:
+    rng = np.random.default_rng(6)
+    P, corrected, rates = rng.uniform(0.05, 0.95, (3, 20, 4))
+    model = 0.75 * logit(P) + 0.25 * logit(corrected)
+    np.testing.assert_allclose(label_prior(P, corrected), expit(model))
+    np.testing.assert_allclose(label_prior(P, corrected, rates, neighbour_weight=0.8),
+                               expit(0.2 * model + 0.8 * logit(rates)))
+
+
 # ----------------------------------------------------------------------------- end to end on real data
 
 
@@ -152,6 +205,10 @@ def test_scores_find_flipped_entries_on_scene(scene_noisy) -> None:
     auroc, auroc_self = (roc_auc_score(flipped.ravel(), -s.ravel()) for s in (scores, self_confidence))
     ap, ap_self = (average_precision_score(flipped.ravel(), -s.ravel()) for s in (scores, self_confidence))
     assert auroc > 0.92 and auroc > auroc_self + 0.01 and ap > ap_self + 0.03
+    # the neighbours' labels carry much of it: the same posterior without them ranks worse
+    given_, P_, corrected, _ = corrector._label_inputs(X, Yn, P)
+    alone = label_quality(given_, P_, corrected)
+    assert roc_auc_score(flipped.ravel(), -scores.ravel()) > roc_auc_score(flipped.ravel(), -alone.ravel()) + 0.005
 
     suggested = corrector.correct_labels(X, Yn, P)
     issues = corrector.find_label_issues(X, Yn, P)
@@ -174,6 +231,22 @@ def test_functions_equal_the_methods_of_one_fit(scene_noisy) -> None:
                                   corrector.correct_labels(X, Yn, P))
     issues = find_label_issues(Yn, P, features=X, random_state=3, **FAST)
     assert issues.dtype == bool and issues.shape == Yn.shape
+
+
+def test_a_user_encoders_embedding_is_where_neighbours_are_found() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3, 2, 2)).astype(np.float32)
+    Y = (rng.random((80, 3)) < 0.4).astype(np.int64)
+    P = np.clip(Y * 0.6 + 0.2, 0, 1).astype(np.float32)
+    torch.manual_seed(0)
+    encoder = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 5))
+    corrector = LSNPC(encoder=encoder, random_state=0, student=False, guard=False, **FAST).fit(X, P)
+    space = corrector._neighbour_space(X)
+    with torch.no_grad():
+        expected = corrector.model_.data_encoder(torch.as_tensor(X)).numpy()
+    np.testing.assert_allclose(space, expected, rtol=1e-5, atol=1e-6)
+    scores = corrector.label_quality_scores(X, Y, P)
+    assert scores.shape == (80, 3) and np.isfinite(scores).all()
 
 
 def test_the_pinned_corrector_yields_to_the_callers_params() -> None:

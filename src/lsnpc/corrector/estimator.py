@@ -40,7 +40,7 @@ from .._validation import (
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import GuardDecision, decide_with_validation, decide_without_validation
 from .inference import predict_corrected
-from .label_posterior import label_correction, label_posterior, label_quality
+from .label_posterior import label_correction, label_posterior, label_quality, neighbour_label_rates
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
 from .student import LabelStudent, fit_student
@@ -506,12 +506,28 @@ class LSNPC(BaseEstimator):
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
 
     # ------------------------------------------------------------------ label issues
-    def _label_inputs(self, X: Any, labels: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(given labels as (n, L) 0/1, pred_probs, this corrector's correction of them)."""
+    def _label_inputs(self, X: Any, labels: Any, pred_probs: Any) -> tuple[np.ndarray, ...]:
+        """(given labels as (n, L) 0/1, pred_probs, this corrector's correction of them, how often the
+        rows' nearest neighbours were given each label — all (n, L))."""
         Xa, P = self._check_predict_input(X, pred_probs)
-        given = check_multilabel(labels, "labels", n_labels=P.shape[1])
+        given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2)
         check_same_n_samples(labels=given, pred_probs=P)
-        return given, P, self.predict_proba(Xa, P)
+        return given, P, self.predict_proba(Xa, P), neighbour_label_rates(self._neighbour_space(Xa), given)
+
+    def _neighbour_space(self, X: np.ndarray) -> np.ndarray:
+        """The rows as the label functions' neighbour search sees them (n, d): the features themselves
+        for LSNPC's own encoder; a user's encoder's embedding otherwise (pixels are no place to look
+        for neighbours)."""
+        encoder = self.model_.data_encoder
+        if isinstance(encoder, StandardizedMLPEncoder):
+            return X.reshape(len(X), -1)
+        encoder.eval()
+        parts = []
+        with num_threads(self.n_threads), torch.no_grad():
+            for start in range(0, len(X), 1024):
+                chunk = torch.as_tensor(X[start : start + 1024], device=self.device_)
+                parts.append(encoder(chunk).reshape(len(chunk), -1).float().cpu().numpy())
+        return np.concatenate(parts)
 
     def label_posterior(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
         """P(true label = 1 | x, given labels) (n, L), float64.
@@ -519,8 +535,9 @@ class LSNPC(BaseEstimator):
         ``labels``: the given (noisy) labels of the rows X, multi-hot (n, L) or lists of class indices;
         ``pred_probs``: a model's out-of-fold probabilities on them (``lsnpc.cross_val_pred_probs``).
         The prior is this corrector's output on ``pred_probs`` (:meth:`predict_proba`, student and guard
-        included) blended with them; the noise, a swap channel estimated from the labels and ``pred_probs``
-        (:mod:`lsnpc.corrector.label_posterior`). The functions ``lsnpc.label_quality_scores`` etc. fit
+        included) blended with them and with the labels the rows' nearest neighbours in X were given
+        (neighbours among the rows passed, so pass the whole labelled set at once); the noise, a swap
+        channel estimated from the labels and ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`). The functions ``lsnpc.label_quality_scores`` etc. fit
         ``LSNPC(student=False, guard=False)``: the plain correction, as cheap and as good here.
         """
         return label_posterior(*self._label_inputs(X, labels, pred_probs))
@@ -538,8 +555,8 @@ class LSNPC(BaseEstimator):
     def find_label_issues(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
         """(n, L) bool: the entries :meth:`correct_labels` changes (wrong positives and the missing
         positives they replace)."""
-        given, P, corrected = self._label_inputs(X, labels, pred_probs)
-        return label_correction(given, P, corrected) != given
+        inputs = self._label_inputs(X, labels, pred_probs)
+        return label_correction(*inputs) != inputs[0]
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path, *, overwrite: bool = False) -> None:

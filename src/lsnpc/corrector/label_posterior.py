@@ -2,8 +2,12 @@
 
 Beyond the paper (it names correcting training labels as future work). Three pieces:
 
-- a **prior** p(y | x) for every entry: the logit blend of a model's out-of-fold probabilities (what the
-  noisy labels taught it, weight ¾) and LSNPC's correction of them (¼), :func:`label_prior`;
+- a **prior** p(y | x) for every entry, :func:`label_prior`: the logit blend of a model's out-of-fold
+  probabilities (what the noisy labels taught it, weight ¾) and LSNPC's correction of them (¼), blended
+  in turn with how often the row's nearest neighbours in feature space were given each label
+  (:func:`neighbour_label_rates`; wrong labels are scattered, so a label most of a row's neighbours were
+  given is likely right whatever the row was given). The neighbours' share is chosen per data set as
+  the one that best predicts the given labels (:func:`choose_neighbour_weight`);
 - a **swap channel** p(ŷ | y), the noise model of the paper's experiments and of annotators who pick a
   wrong class: each true positive k is recorded as the positive j with probability T[k, j]. A given
   positive j therefore came from a true positive k with probability ∝ T[k, j] · odds(prior_k), over
@@ -30,8 +34,9 @@ from scipy import sparse
 from scipy.special import expit, logit
 
 __all__ = [
-    "swap_transition", "label_prior", "swap_posterior", "swap_relabel", "label_posterior", "label_quality",
-    "label_correction",
+    "swap_transition", "neighbour_label_rates", "choose_neighbour_weight", "label_prior", "swap_posterior",
+    "swap_relabel",
+    "label_posterior", "label_quality", "label_correction",
 ]
 
 _EPS = 1e-6
@@ -46,6 +51,11 @@ MIN_ANCHORS = 20
 SHARPNESS = 2.0
 CORRECTED_WEIGHT = 0.25
 SELF_CONFIDENCE_WEIGHT = 0.3
+NEIGHBOURS = 50
+"""Neighbours whose given labels enter the prior (:func:`neighbour_label_rates`)."""
+NEIGHBOUR_WEIGHTS = tuple(i / 10 for i in range(11))
+"""The neighbours' shares of the prior's logit that :func:`choose_neighbour_weight` tries."""
+_WEIGHT_ROWS = 20_000  # rows (a fixed sample beyond) on which the weight is chosen
 
 
 def swap_transition(
@@ -90,13 +100,72 @@ def swap_transition(
     return T
 
 
-def label_prior(pred_probs: np.ndarray, corrected: np.ndarray, *, corrected_weight: float = CORRECTED_WEIGHT
-                ) -> np.ndarray:
-    """p(y = 1 | x) (n, L): the logit blend (1 − w) · logit(pred_probs) + w · logit(corrected), w = ``corrected_weight``."""
-    def clipped_logit(p: np.ndarray) -> np.ndarray:
-        return logit(np.clip(p.astype(np.float64), _EPS, 1 - _EPS))
+def neighbour_label_rates(features: np.ndarray, labels: np.ndarray, *, n_neighbors: int = NEIGHBOURS) -> np.ndarray:
+    """How often each label was given to each row's nearest neighbours (n, L) float64 in (0, 1).
 
-    return expit((1 - corrected_weight) * clipped_logit(pred_probs) + corrected_weight * clipped_logit(corrected))
+    features: (n, d) the rows' features; labels: the given 0/1 labels (n, L). Neighbours by cosine
+    similarity of the standardised features (each feature centred and scaled to unit variance, a constant
+    one left as is), the row itself excluded, ``n_neighbors`` of them (all other rows when there are
+    fewer). The rate is smoothed towards the label's overall rate with the weight of two neighbours:
+    (given among the k + 2 · rate) / (k + 2). Exact search (scikit-learn's brute force, chunked): time
+    grows as n² d — 0.2 s for 4,000 × 500, about a minute for 100,000 × 512 on two cores.
+    """
+    from sklearn.neighbors import NearestNeighbors
+    from sklearn.preprocessing import StandardScaler
+
+    n = len(labels)
+    k = min(int(n_neighbors), n - 1)
+    if k < 1:
+        raise ValueError(f"neighbour_label_rates needs at least 2 rows, got {n}")
+    X = StandardScaler().fit_transform(np.asarray(features, dtype=np.float64).reshape(n, -1))
+    index = NearestNeighbors(n_neighbors=k, metric="cosine", algorithm="brute").fit(X)
+    neighbours = index.kneighbors(return_distance=False)  # without a query: each row's own index is left out
+    given = labels.astype(np.float64)
+    return (given[neighbours].sum(1) + 2 * given.mean(0)) / (k + 2)
+
+
+def _clipped_logit(p: np.ndarray) -> np.ndarray:
+    return logit(np.clip(p.astype(np.float64), _EPS, 1 - _EPS))
+
+
+def choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighbour_rates: np.ndarray) -> float:
+    """The neighbours' share b of the prior's logit, (1 − b) · model_logits + b · logit(neighbour_rates):
+    of :data:`NEIGHBOUR_WEIGHTS`, the one whose prior predicts the given ``labels`` best (mean binary
+    cross-entropy; ties to the smaller b). All arrays (n, L); beyond 20,000 rows a fixed sample of them.
+
+    Wrong labels do not depend on the features, so the mixture that best predicts the given labels
+    also ranks the true ones best: neighbours in a space where similar rows share labels earn a large
+    share (0.8–0.9 on scene and tmc2007-500, 0.5–0.7 on yeast), bag-of-words features a small one
+    (0.2–0.4 on bibtex and delicious, where a fixed 0.8 ranked worse than no neighbours at all).
+    """
+    rows = np.arange(len(labels))
+    if len(rows) > _WEIGHT_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(len(rows), _WEIGHT_ROWS, replace=False))
+    given, model, neighbours = labels[rows], model_logits[rows], _clipped_logit(neighbour_rates[rows])
+    losses = []
+    for b in NEIGHBOUR_WEIGHTS:
+        mixed = (1 - b) * model + b * neighbours
+        # −log σ(m) for a given positive, −log σ(−m) for a negative: logaddexp(0, ∓m)
+        losses.append(float(np.logaddexp(0.0, np.where(given == 1, -mixed, mixed)).mean()))
+    return NEIGHBOUR_WEIGHTS[int(np.argmin(losses))]
+
+
+def label_prior(pred_probs: np.ndarray, corrected: np.ndarray, neighbour_rates: np.ndarray | None = None, *,
+                labels: np.ndarray | None = None, corrected_weight: float = CORRECTED_WEIGHT,
+                neighbour_weight: float | str = "auto") -> np.ndarray:
+    """p(y = 1 | x) (n, L): the logit blend m = (1 − w) · logit(pred_probs) + w · logit(corrected),
+    w = ``corrected_weight``; with ``neighbour_rates`` (:func:`neighbour_label_rates`, (n, L)) blended in
+    turn, (1 − b) · m + b · logit(neighbour_rates), b = ``neighbour_weight`` — with "auto" chosen by
+    :func:`choose_neighbour_weight` from the given ``labels`` (then required, (n, L) 0/1)."""
+    mixed = (1 - corrected_weight) * _clipped_logit(pred_probs) + corrected_weight * _clipped_logit(corrected)
+    if neighbour_rates is None:
+        return expit(mixed)
+    if neighbour_weight == "auto":
+        if labels is None:
+            raise ValueError("label_prior needs the given labels to choose neighbour_weight='auto'")
+        neighbour_weight = choose_neighbour_weight(labels, mixed, neighbour_rates)
+    b = float(neighbour_weight)
+    return expit((1 - b) * mixed + b * _clipped_logit(neighbour_rates))
 
 
 def _source_chunks(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray):
@@ -143,31 +212,32 @@ def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray) 
     return out
 
 
-def label_posterior(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray, *,
-                    noise_rate: float = NOISE_RATE) -> np.ndarray:
-    """P(y = 1 | x, ŷ = labels) (n, L) from the out-of-fold ``pred_probs`` and LSNPC's ``corrected``
-    probabilities: the channel of :func:`swap_transition` over the prior of :func:`label_prior`."""
+def label_posterior(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray,
+                    neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE) -> np.ndarray:
+    """P(y = 1 | x, ŷ = labels) (n, L) from the out-of-fold ``pred_probs``, LSNPC's ``corrected``
+    probabilities and the neighbours' ``neighbour_rates`` (all (n, L); the last optional): the channel of
+    :func:`swap_transition` over the prior of :func:`label_prior`."""
     transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
-    return swap_posterior(labels, label_prior(pred_probs, corrected), transition)
+    return swap_posterior(labels, label_prior(pred_probs, corrected, neighbour_rates, labels=labels), transition)
 
 
-def label_quality(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray, *,
-                  noise_rate: float = NOISE_RATE,
+def label_quality(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray,
+                  neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE,
                   self_confidence_weight: float = SELF_CONFIDENCE_WEIGHT) -> np.ndarray:
     """How likely each given label is right (n, L) in [0, 1]; low = likely wrong.
 
     The logit blend of the posterior's P(y = given) (:func:`label_posterior`, weight 1 − w) and the
     model's own P(y = given) from ``pred_probs`` (w = ``self_confidence_weight``).
     """
-    posterior = label_posterior(labels, pred_probs, corrected, noise_rate=noise_rate)
+    posterior = label_posterior(labels, pred_probs, corrected, neighbour_rates, noise_rate=noise_rate)
     agree = np.clip(np.where(labels == 1, posterior, 1 - posterior), _EPS, 1 - _EPS)
     confidence = np.clip(np.where(labels == 1, pred_probs, 1 - pred_probs).astype(np.float64), _EPS, 1 - _EPS)
     return expit((1 - self_confidence_weight) * logit(agree) + self_confidence_weight * logit(confidence))
 
 
-def label_correction(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray, *,
-                     noise_rate: float = NOISE_RATE) -> np.ndarray:
+def label_correction(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray,
+                     neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE) -> np.ndarray:
     """The suggested labels (n, L) 0/1: :func:`swap_relabel` with the prior and channel of
     :func:`label_posterior` (same arguments)."""
     transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
-    return swap_relabel(labels, label_prior(pred_probs, corrected), transition)
+    return swap_relabel(labels, label_prior(pred_probs, corrected, neighbour_rates, labels=labels), transition)
