@@ -19,6 +19,7 @@ from lsnpc import LSNPC, MLPClassifier, correct_labels, cross_val_pred_probs, fi
 from lsnpc._validation import check_multilabel
 from lsnpc.corrector.label_posterior import (
     choose_neighbour_weight,
+    label_correction,
     label_prior,
     label_quality,
     neighbour_label_rates,
@@ -213,6 +214,8 @@ def test_scores_find_flipped_entries_on_scene(scene_noisy) -> None:
     suggested = corrector.correct_labels(X, Yn, P)
     issues = corrector.find_label_issues(X, Yn, P)
     np.testing.assert_array_equal(issues, suggested != Yn)
+    # the relabelling's prior leaves the neighbours out (they decide worse than they rank)
+    np.testing.assert_array_equal(suggested, label_correction(given_, P_, corrected))
     # a positive moves to its source: rows keep their count unless two positives share one source
     assert (suggested.sum(1) <= Yn.sum(1)).all() and (suggested.sum(1) == Yn.sum(1)).mean() > 0.98
     assert (issues & flipped).sum() > 0.6 * issues.sum()  # most flags are real flips

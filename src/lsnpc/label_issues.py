@@ -3,7 +3,9 @@
 cleanlab's inputs — the given ``labels`` and a model's ``pred_probs`` on the same rows — plus the
 ``features``: an LSNPC corrector is fitted on (features, pred_probs), and the posterior of the true
 labels given the observed ones, p(y | x, ŷ = labels), says which labels look wrong and what they should
-be (:mod:`lsnpc.corrector.label_posterior`). Use out-of-fold probabilities::
+be (:mod:`lsnpc.corrector.label_posterior`). The scores' prior also reads the labels the rows'
+nearest neighbours in ``features`` were given, so pass the whole labelled set in one call. Use out-of-fold
+probabilities::
 
     from lsnpc import MLPClassifier, cross_val_pred_probs, find_label_issues, correct_labels
     P = cross_val_pred_probs(MLPClassifier(random_state=0), X, Y, random_state=0)
@@ -70,7 +72,9 @@ def label_quality_scores(labels: Any, pred_probs: Any, *, features: Any, **param
     pred_probs : (n, L) array in [0, 1]
         A model's probabilities on the same rows, best out-of-fold (:func:`lsnpc.cross_val_pred_probs`).
     features : (n, d) array
-        The rows' features X.
+        The rows' features X: LSNPC's input, and where each row's nearest neighbours are looked for
+        (cosine similarity of the standardised features; their given labels enter the prior of the
+        scores, not of :func:`correct_labels`).
     **params
         Passed to :class:`lsnpc.LSNPC` (e.g. ``random_state``, ``device``, ``epochs``) or to its fit
         (``X_val``, ``y_val``, ``pred_probs_val``; ``X_clean``, ...).

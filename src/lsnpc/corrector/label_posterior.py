@@ -7,7 +7,9 @@ Beyond the paper (it names correcting training labels as future work). Three pie
   in turn with how often the row's nearest neighbours in feature space were given each label
   (:func:`neighbour_label_rates`; wrong labels are scattered, so a label most of a row's neighbours were
   given is likely right whatever the row was given). The neighbours' share is chosen per data set as
-  the one that best predicts the given labels (:func:`choose_neighbour_weight`);
+  the one that best predicts the given labels (:func:`choose_neighbour_weight`). The neighbours' rates
+  are rates of noisy labels: they sharpen the ranking, but a relabelling with them moves fewer wrong
+  labels, so :meth:`lsnpc.LSNPC.correct_labels` calls :func:`label_correction` without them;
 - a **swap channel** p(ŷ | y), the noise model of the paper's experiments and of annotators who pick a
   wrong class: each true positive k is recorded as the positive j with probability T[k, j]. A given
   positive j therefore came from a true positive k with probability ∝ T[k, j] · odds(prior_k), over
