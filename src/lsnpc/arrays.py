@@ -9,7 +9,6 @@ a parquet file's columns are all read. Writes are atomic.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
