@@ -109,18 +109,20 @@ def neighbour_label_rates(features: np.ndarray, labels: np.ndarray, *, n_neighbo
     similarity of the standardised features (each feature centred and scaled to unit variance, a constant
     one left as is), the row itself excluded, ``n_neighbors`` of them (all other rows when there are
     fewer). The rate is smoothed towards the label's overall rate with the weight of two neighbours:
-    (given among the k + 2 · rate) / (k + 2). Exact search (scikit-learn's brute force, chunked): time
-    grows as n² d — 0.2 s for 4,000 × 500, about a minute for 100,000 × 512 on two cores.
+    (given among the k + 2 · rate) / (k + 2). Exact search: Euclidean distance between the rows scaled
+    to unit length (the same order as cosine similarity, and scikit-learn's fast chunked path, 3× its
+    cosine one); time grows as n² d — 0.3 s for 4,000 × 500, 4 s for 20,000 × 512, 92 s for 100,000 ×
+    512 on two cores.
     """
     from sklearn.neighbors import NearestNeighbors
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.preprocessing import StandardScaler, normalize
 
     n = len(labels)
     k = min(int(n_neighbors), n - 1)
     if k < 1:
         raise ValueError(f"neighbour_label_rates needs at least 2 rows, got {n}")
-    X = StandardScaler().fit_transform(np.asarray(features, dtype=np.float64).reshape(n, -1))
-    index = NearestNeighbors(n_neighbors=k, metric="cosine", algorithm="brute").fit(X)
+    X = normalize(StandardScaler().fit_transform(np.asarray(features, dtype=np.float64).reshape(n, -1)))
+    index = NearestNeighbors(n_neighbors=k, metric="euclidean", algorithm="brute").fit(X)
     neighbours = index.kneighbors(return_distance=False)  # without a query: each row's own index is left out
     given = labels.astype(np.float64)
     return (given[neighbours].sum(1) + 2 * given.mean(0)) / (k + 2)
