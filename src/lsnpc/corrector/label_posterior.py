@@ -140,7 +140,7 @@ def choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighb
     Wrong labels do not depend on the features, so the mixture that best predicts the given labels
     also ranks the true ones best: neighbours in a space where similar rows share labels earn a large
     share (0.8–0.9 on scene and tmc2007-500, 0.5–0.7 on yeast), bag-of-words features a small one
-    (0.2–0.4 on bibtex and delicious, where a fixed 0.8 ranked worse than no neighbours at all).
+    (0.2–0.4 on bibtex and delicious; on delicious a fixed 0.8 ranked worse than no neighbours at all).
     """
     rows = np.arange(len(labels))
     if len(rows) > _WEIGHT_ROWS:
