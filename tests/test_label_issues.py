@@ -172,6 +172,10 @@ def test_the_neighbours_share_goes_to_whichever_predicts_the_given_labels() -> N
                                label_prior(model, model, neighbours, neighbour_weight=b))
     with pytest.raises(ValueError, match="needs the given labels"):
         label_prior(model, model, neighbours)
+    with pytest.raises(ValueError, match="neighbour_weight must be a number in \\[0, 1\\] or 'auto'"):
+        label_prior(model, model, neighbours, labels=given, neighbour_weight="best")
+    with pytest.raises(ValueError, match="neighbour_weight must be a number"):
+        label_prior(model, model, neighbours, neighbour_weight=1.5)
 
 
 def test_the_prior_blends_the_neighbours_into_the_model_logits() -> None:
