@@ -285,6 +285,10 @@ def test_bad_input_names_the_argument() -> None:
     corrector = LSNPC(random_state=0, **FAST).fit(X, P)
     with pytest.raises(ValueError, match="labels"):
         corrector.correct_labels(X, Y[:10], P)
+    # scores look for neighbours among the rows passed: one row has none; relabelling needs none
+    with pytest.raises(ValueError, match="labels must have at least 2 sample"):
+        corrector.label_quality_scores(X[:1], Y[:1], P[:1])
+    assert corrector.correct_labels(X[:1], Y[:1], P[:1]).shape == (1, 3)
 
 
 # ----------------------------------------------------------------------------- the command line

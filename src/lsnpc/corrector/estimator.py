@@ -506,11 +506,13 @@ class LSNPC(BaseEstimator):
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
 
     # ------------------------------------------------------------------ label issues
-    def _label_inputs(self, X: Any, labels: Any, pred_probs: Any, *, neighbours: bool = True) -> tuple[np.ndarray, ...]:
+    def _label_inputs(
+        self, X: Any, labels: Any, pred_probs: Any, *, neighbours: bool = True
+    ) -> tuple[np.ndarray, ...]:
         """(given labels as (n, L) 0/1, pred_probs, this corrector's correction of them, and with
         ``neighbours`` how often the rows' nearest neighbours were given each label — all (n, L))."""
         Xa, P = self._check_predict_input(X, pred_probs)
-        given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2)
+        given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2 if neighbours else 1)
         check_same_n_samples(labels=given, pred_probs=P)
         inputs = (given, P, self.predict_proba(Xa, P))
         return (*inputs, neighbour_label_rates(self._neighbour_space(Xa), given)) if neighbours else inputs
@@ -538,8 +540,9 @@ class LSNPC(BaseEstimator):
         The prior is this corrector's output on ``pred_probs`` (:meth:`predict_proba`, student and guard
         included) blended with them and with the labels the rows' nearest neighbours in X were given
         (neighbours among the rows passed, so pass the whole labelled set at once); the noise, a swap
-        channel estimated from the labels and ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`). The functions ``lsnpc.label_quality_scores`` etc. fit
-        ``LSNPC(student=False, guard=False)``: the plain correction, as cheap and as good here.
+        channel estimated from the labels and ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`).
+        The functions ``lsnpc.label_quality_scores`` etc. fit ``LSNPC(student=False, guard=False)``: the
+        plain correction, as cheap and as good here.
         """
         return label_posterior(*self._label_inputs(X, labels, pred_probs))
 

@@ -37,8 +37,7 @@ from scipy.special import expit, logit
 
 __all__ = [
     "swap_transition", "neighbour_label_rates", "choose_neighbour_weight", "label_prior", "swap_posterior",
-    "swap_relabel",
-    "label_posterior", "label_quality", "label_correction",
+    "swap_relabel", "label_posterior", "label_quality", "label_correction",
 ]
 
 _EPS = 1e-6
