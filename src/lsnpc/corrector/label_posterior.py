@@ -136,10 +136,11 @@ def choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighb
     of :data:`NEIGHBOUR_WEIGHTS`, the one whose prior predicts the given ``labels`` best (mean binary
     cross-entropy; ties to the smaller b). All arrays (n, L); beyond 20,000 rows a fixed sample of them.
 
-    Wrong labels do not depend on the features, so the mixture that best predicts the given labels
-    also ranks the true ones best: neighbours in a space where similar rows share labels earn a large
-    share (0.8–0.9 on scene and tmc2007-500, 0.5–0.7 on yeast), bag-of-words features a small one
-    (0.2–0.4 on bibtex and delicious; on delicious a fixed 0.8 ranked worse than no neighbours at all).
+    Where wrong labels do not depend on the features (the benchmarks' simulated noise), the mixture that
+    best predicts the given labels also ranks the true ones best: neighbours in a space where similar
+    rows share labels earn a large share (0.8–0.9 on scene and tmc2007-500, 0.5–0.7 on yeast),
+    bag-of-words features a small one (0.2–0.4 on bibtex and delicious; on delicious a fixed 0.8 ranked
+    worse than no neighbours at all).
     """
     rows = np.arange(len(labels))
     if len(rows) > _WEIGHT_ROWS:
