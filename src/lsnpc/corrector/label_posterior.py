@@ -164,15 +164,14 @@ def label_prior(pred_probs: np.ndarray, corrected: np.ndarray, neighbour_rates: 
     mixed = (1 - corrected_weight) * _clipped_logit(pred_probs) + corrected_weight * _clipped_logit(corrected)
     if neighbour_rates is None:
         return expit(mixed)
-    if isinstance(neighbour_weight, str) and neighbour_weight != "auto":
-        raise ValueError(f"neighbour_weight must be a number in [0, 1] or 'auto', got {neighbour_weight!r}")
     if neighbour_weight == "auto":
         if labels is None:
             raise ValueError("label_prior needs the given labels to choose neighbour_weight='auto'")
-        neighbour_weight = choose_neighbour_weight(labels, mixed, neighbour_rates)
-    b = float(neighbour_weight)
-    if not 0.0 <= b <= 1.0:
+        b = choose_neighbour_weight(labels, mixed, neighbour_rates)
+    elif isinstance(neighbour_weight, str) or not 0.0 <= float(neighbour_weight) <= 1.0:
         raise ValueError(f"neighbour_weight must be a number in [0, 1] or 'auto', got {neighbour_weight!r}")
+    else:
+        b = float(neighbour_weight)
     return expit((1 - b) * mixed + b * _clipped_logit(neighbour_rates))
 
 
