@@ -14,7 +14,9 @@ Tables (every time from ``torch.cuda.synchronize`` to ``torch.cuda.synchronize``
    ``clip_grad_norm_``; its batches already indexed on the device, which spares it the DataLoader),
    LSNPC's step as it ran before this change (autograd, the clipping norm read on the host),
    the same without host reads but launched eagerly, and captured as a CUDA graph, with autograd's
-   gradient and with the hand-written one (``NoisyBatchStep``).
+   gradient and with the hand-written one (``NoisyBatchStep``); "handwritten-graphs-previous" is the
+   graphed hand-written step with the CPU's kernel choices (``addmm``, column sums, AdamW in one
+   piece), as it was before the GPU got its own.
 2. How far a graphed run is from an eager one: max |Δ| of the parameters after 200 steps from the same
    weights and seed.
 3. Whole fits at COCO scale: ``LSNPC(device="cuda")`` (no validation triple) and ``LSNPC.paper``
@@ -92,15 +94,18 @@ def _step_runner(variant: str, model, X, P, device):
     """(enter, step(idx), exit) of one way of training ``model`` on rows ``idx`` of (X, P)."""
     import torch
 
-    from lsnpc.corrector import optim
+    from lsnpc import LSNPC
+    from lsnpc.corrector import optim, training
     from lsnpc.corrector.backprop import NoisyBatchStep
-    from lsnpc.corrector.objective import unsupervised_loss, unsupervised_terms
+    from lsnpc.corrector.config import TrainingConfig
+    from lsnpc.corrector.objective import unsupervised_loss
     from reference_loop import reference_step
 
     if variant == "reference":
         opt = torch.optim.AdamW(model.parameters(), lr=2e-4, weight_decay=1e-5)
         return (lambda: None), (lambda idx: reference_step(model, opt, X[idx], P[idx], 0.01)), (lambda: None)
-    flat = optim.FlatAdamW([model], weight_decay=1e-5)
+    previous = variant == "handwritten-graphs-previous"  # the step before the GPU's own kernel choices
+    flat = optim.FlatAdamW([model], weight_decay=1e-5, views=1 if previous else None)
     if variant == "before":  # autograd, clipping norm read on the host, float lr: the code before graphs
         def step(idx):
             h = model.data_encoder(X[idx])
@@ -108,28 +113,26 @@ def _step_runner(variant: str, model, X, P, device):
             flat.step(loss, lr=2e-4, clip=2.0)
 
         return flat.__enter__, step, (lambda: flat.__exit__(None, None, None))
-    graphs = variant.endswith("graphs")
+    graphs = "graphs" in variant
     holder = {}
+    config = TrainingConfig.from_params(LSNPC().get_params())  # β = 0.01, ŷ sampled: the training loop's
 
     def enter():
         flat.__enter__()
         optim.USE_CUDA_GRAPHS = graphs
-        if variant.startswith("handwritten"):
-            by_hand = NoisyBatchStep(model, beta=0.01, feed="sample")
+        if previous:  # addmm and column sums, as on the CPU
+            by_hand = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed, gpu_kernels=False)
             gradient = lambda idx: by_hand(X.index_select(0, idx), P.index_select(0, idx))  # noqa: E731
         else:
-            def loss_fn(idx):
-                h = model.data_encoder(X.index_select(0, idx))
-                return unsupervised_terms(model, h, torch.bernoulli(P.index_select(0, idx)), 0.01)
-
-            gradient = optim.autograd_gradient(flat, loss_fn)
+            gradient = training._noisy_gradient(model, flat, X, P, config, device, kind=variant.split("-")[0])
         holder["step"] = optim.TrainStep(flat, gradient, clip=2.0, n_values=3, device=device)
         optim.USE_CUDA_GRAPHS = True
 
     return enter, (lambda idx: holder["step"](idx, lr=2e-4)), (lambda: flat.__exit__(None, None, None))
 
 
-VARIANTS = ("reference", "before", "autograd-eager", "autograd-graphs", "handwritten-eager", "handwritten-graphs")
+VARIANTS = ("reference", "before", "autograd-eager", "autograd-graphs", "handwritten-eager",
+            "handwritten-graphs-previous", "handwritten-graphs")
 
 
 @section("1. training step, ms (batch 32)")

@@ -44,17 +44,21 @@ def _pre_norm_biases(model: nn.Module) -> set[str]:
 @pytest.mark.parametrize("family", ["student", "gauss"])
 @pytest.mark.parametrize("user_encoder", [False, True])
 @pytest.mark.parametrize("feed", ["sample", "probs"])
-def test_noisy_batch_step_equals_autograd(family, user_encoder, feed) -> None:
+@pytest.mark.parametrize("gpu_kernels", [False, True])
+def test_noisy_batch_step_equals_autograd(family, user_encoder, feed, gpu_kernels) -> None:
     """Same seed, same model: the same loss, gradients, running statistics, and after AdamW steps the
     same training — the random draws are taken in the same order as the autograd path takes them. The
-    step runs with oneDNN off, as the training loop runs it; the autograd reference with it on."""
+    step runs with oneDNN off, as the training loop runs it; the autograd reference with it on. The
+    linear layers' GPU formulation (mm, then the bias; bias gradients as ones-vector products) is
+    checked here too, on the CPU."""
     reference = _model(family, user_encoder)
     manual = copy.deepcopy(reference)
     x, probs = torch.randn(12, 5), torch.rand(12, 3)
     ours, theirs = FlatAdamW([manual], weight_decay=1e-5), FlatAdamW([reference], weight_decay=1e-5)
     noise_only = _pre_norm_biases(reference)
     with ours, theirs:
-        step = NoisyBatchStep(manual, beta=0.3, feed=feed)
+        step = NoisyBatchStep(manual, beta=0.3, feed=feed, gpu_kernels=gpu_kernels)
+        assert (step.label_blocks[0].linear.ones is not None) == gpu_kernels
         for k in range(4):
             torch.manual_seed(k)
             loss, parts = unsupervised_loss(reference, reference.data_encoder(x), _feed(probs, feed), 0.3)

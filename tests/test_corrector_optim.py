@@ -36,6 +36,32 @@ def test_tensor_learning_rate_and_device_clipping_give_the_host_update(clip) -> 
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("views", [3, 7, 1000])  # uneven pieces; more pieces than parameters (53)
+def test_the_update_in_pieces_is_the_update_in_one_piece(views) -> None:
+    """FlatAdamW(views=k) hands the fused kernel k views of its buffers (the GPU's default, 32): the
+    arithmetic is elementwise, so the weights and moments are the one-piece update's — to float rounding
+    on the CPU, whose kernel rounds its vector loop and its scalar tail differently (bit for bit on a GPU:
+    tests/test_gpu.py)."""
+    one_net, split_net = _net(), _net()
+    x, target = torch.randn(16, 6), torch.randn(16, 3)
+    one, split = FlatAdamW([one_net], weight_decay=0.01), FlatAdamW([split_net], weight_decay=0.01, views=views)
+    assert len(split._pieces[0]) == min(views, one.flat.numel())
+    with one, split:
+        for lr in (0.1, 0.05, 0.02):
+            one.step(F.mse_loss(one_net(x), target).mul(50), lr=torch.tensor(lr), clip=0.5)
+            split.step(F.mse_loss(split_net(x), target).mul(50), lr=torch.tensor(lr), clip=0.5)
+    assert not torch.equal(one.flat, FlatAdamW([_net()], weight_decay=0.01).flat)
+    for a, b in ((one.flat, split.flat), (one.exp_avg, split.exp_avg), (one.exp_avg_sq, split.exp_avg_sq)):
+        torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
+    assert float(split.steps) == 3
+
+
+@pytest.mark.parametrize("views", [0, -1, 2.0])
+def test_views_must_be_a_positive_integer(views) -> None:
+    with pytest.raises(ValueError, match="views must be a positive integer"):
+        FlatAdamW([_net()], weight_decay=0.01, views=views)
+
+
 def test_train_step_runs_the_optimiser_step_and_adds_up_its_values() -> None:
     """TrainStep(autograd_gradient) makes the updates FlatAdamW.step makes, and reports the values of
     each step: their sum since the last take_sums() (then reset) and the last step's."""

@@ -26,10 +26,11 @@ def _model(device: torch.device):
 def test_graphed_steps_train_as_eager_steps(monkeypatch, gradient) -> None:
     """60 noisy-batch steps, the last of each shape replayed from a CUDA graph, reach the parameters
     that 60 eager steps reach from the same weights and seed (float rounding apart)."""
-    from lsnpc.corrector import optim
-    from lsnpc.corrector.backprop import NoisyBatchStep
-    from lsnpc.corrector.objective import unsupervised_terms
+    from lsnpc import LSNPC
+    from lsnpc.corrector import optim, training
+    from lsnpc.corrector.config import TrainingConfig
 
+    config = TrainingConfig.from_params(LSNPC().get_params())
     device = torch.device("cuda")
     X, P = torch.randn(300, 12, device=device), torch.rand(300, 5, device=device)
     batches = list(torch.randperm(300, device=device).split(32)) * 6  # 10 batches, the last of 12 rows
@@ -39,15 +40,7 @@ def test_graphed_steps_train_as_eager_steps(monkeypatch, gradient) -> None:
         model = _model(device)
         flat = optim.FlatAdamW([model], weight_decay=1e-5)
         with flat:
-            if gradient == "handwritten":
-                by_hand = NoisyBatchStep(model, beta=0.01, feed="sample")
-                grad = lambda idx: by_hand(X.index_select(0, idx), P.index_select(0, idx))  # noqa: E731
-            else:
-                def loss_fn(idx):
-                    h = model.data_encoder(X.index_select(0, idx))
-                    return unsupervised_terms(model, h, torch.bernoulli(P.index_select(0, idx)), 0.01)
-
-                grad = optim.autograd_gradient(flat, loss_fn)
+            grad = training._noisy_gradient(model, flat, X, P, config, device, kind=gradient)
             step = optim.TrainStep(flat, grad, clip=2.0, n_values=3, device=device)
             torch.cuda.manual_seed(7)
             for idx in batches:
@@ -147,3 +140,45 @@ def test_grad_cam_runs_a_network_on_the_gpu_from_images_in_host_memory() -> None
     on_cpu = grad_cam(lambda x: torch.sigmoid(net.cpu()(x)), net[0].cpu(), images, [0, 1])
     assert maps.shape == (3, 2, 16, 16) and np.isfinite(maps).all()
     np.testing.assert_allclose(maps, on_cpu, atol=1e-4)
+
+
+def test_label_scores_find_neighbours_in_a_users_encoder_embedding_on_the_gpu() -> None:
+    """With a user's encoder on the GPU, the neighbour search runs in its embedding, computed there in
+    chunks of 1,024 rows (2,100 rows: three chunks, the last short); the embedding equals the CPU's."""
+    from torch import nn
+
+    from lsnpc import LSNPC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2100, 3, 4, 4)).astype(np.float32)
+    Y = (rng.random((2100, 3)) < 0.4).astype(np.int64)
+    P = np.clip(Y * 0.6 + 0.2, 0, 1).astype(np.float32)
+    torch.manual_seed(0)
+    encoder = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(64, 6))
+    corrector = LSNPC(encoder=encoder, device="cuda", random_state=0, student=False, guard=False, epochs=2,
+                      warm_start=False).fit(X, P)
+    space = corrector._neighbour_space(X)
+    with torch.no_grad():
+        expected = corrector.model_.data_encoder.cpu().eval()(torch.as_tensor(X)).numpy()
+    corrector.model_.data_encoder.cuda()
+    np.testing.assert_allclose(space, expected, rtol=1e-4, atol=1e-5)
+    scores = corrector.label_quality_scores(X, Y, P)
+    assert scores.shape == (2100, 3) and np.isfinite(scores).all() and ((scores >= 0) & (scores <= 1)).all()
+
+
+def test_the_gpu_update_in_32_pieces_is_the_one_piece_update_bit_for_bit() -> None:
+    from lsnpc.corrector.optim import FlatAdamW
+
+    device = torch.device("cuda")
+    nets = [_model(device), _model(device)]
+    x = torch.randn(32, 12, device=device)
+    one, split = FlatAdamW([nets[0]], weight_decay=1e-5, views=1), FlatAdamW([nets[1]], weight_decay=1e-5)
+    assert len(split._pieces[0]) == 32
+    with one, split:
+        for opt, net in ((one, nets[0]), (split, nets[1])):
+            torch.manual_seed(1)  # the same dropout masks for both
+            for lr in (1e-3, 5e-4):
+                opt.step(net.data_encoder(x).square().mean(), lr=torch.tensor(lr, device=device), clip=2.0)
+    assert not torch.equal(one.flat, FlatAdamW([_model(device)], weight_decay=1e-5).flat)
+    for a, b in ((one.flat, split.flat), (one.exp_avg, split.exp_avg), (one.exp_avg_sq, split.exp_avg_sq)):
+        assert torch.equal(a, b)

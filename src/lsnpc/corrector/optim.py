@@ -53,7 +53,14 @@ class FlatAdamW:
         weight_decay: float,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
+        views: int | None = None,
     ) -> None:
+        """``views``: how many pieces the update hands the fused kernel (None: 32 on a CUDA device, else 1).
+        The arithmetic is elementwise, so the result is the same (bit for bit on a GPU; to float rounding
+        on the CPU, whose kernel rounds a vector loop and a scalar tail differently); on a GPU ATen's kernel
+        gives each 65,536-element chunk of a tensor one thread block, and one flat buffer of LSNPC's
+        0.36–0.78 M parameters left most of the device idle (28 µs per update on an H100, 13–21 µs in
+        32 pieces, measured in CUDA graphs)."""
         self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
         if not self.params:
             raise ValueError("FlatAdamW was given no trainable parameters")
@@ -66,6 +73,13 @@ class FlatAdamW:
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.steps = torch.zeros((), dtype=self.flat.dtype, device=self.flat.device)  # the kernel reads it
         self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
+        if views is None:
+            views = 32 if self.flat.device.type == "cuda" else 1
+        if not isinstance(views, int) or views < 1:
+            raise ValueError(f"views must be a positive integer, got {views!r}")
+        views = min(views, self.flat.numel())
+        self._pieces = [list(t.tensor_split(views)) for t in (self.flat, self.grad, self.exp_avg, self.exp_avg_sq)]
+        self._pieces.append([self.steps] * views)
 
     def __enter__(self) -> Self:
         offset = 0
@@ -103,8 +117,9 @@ class FlatAdamW:
                     grad_scale = torch.tensor((value + 1e-6) / clip, dtype=self.flat.dtype, device=self.flat.device)
         self.steps.add_(1)
         beta1, beta2 = self.betas
+        flat, grad, exp_avg, exp_avg_sq, steps = self._pieces
         torch._fused_adamw_(
-            [self.flat], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps], lr=lr,
+            flat, grad, exp_avg, exp_avg_sq, [], steps, lr=lr,
             beta1=beta1, beta2=beta2, weight_decay=self.weight_decay, eps=self.eps, amsgrad=False,
             maximize=False, grad_scale=grad_scale,
         )

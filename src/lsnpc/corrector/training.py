@@ -209,11 +209,19 @@ def _noisy_gradient(
     P: torch.Tensor,
     config: TrainingConfig,
     device: torch.device,
+    *,
+    kind: str | None = None,
 ) -> Callable[[torch.Tensor], Any]:
     """The gradient of a noisy batch (rows ``idx``) for :class:`TrainStep`: written out by hand where it
-    is (student, gauss; :class:`NoisyBatchStep`), else autograd's."""
+    is (student, gauss; :class:`NoisyBatchStep`), else autograd's. ``kind``: "handwritten" or
+    "autograd" (the benchmarks and tests compare them); None: the hand-written one, on a GPU as
+    ``GPU_NOISY_GRADIENT`` says."""
     gpu = device.type == "cuda"
-    if NoisyBatchStep.supports(model, gpu=gpu and GPU_NOISY_GRADIENT == "handwritten"):
+    if kind is None:
+        kind = GPU_NOISY_GRADIENT if gpu else "handwritten"
+    if kind not in ("handwritten", "autograd"):
+        raise ValueError(f"kind must be 'handwritten', 'autograd' or None, got {kind!r}")
+    if kind == "handwritten" and NoisyBatchStep.supports(model, gpu=gpu):
         by_hand = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed)
         return lambda idx: by_hand(X.index_select(0, idx), P.index_select(0, idx))
 
