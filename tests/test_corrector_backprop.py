@@ -127,3 +127,37 @@ def test_a_users_encoder_keeps_onednn() -> None:
         X[:60], P[:60], X_clean=X[60:], y_clean=Y[60:], pred_probs_clean=P[60:]
     )
     assert len(seen) > 3 and all(seen)
+
+
+def test_the_training_loops_gradient_is_the_kind_asked_for() -> None:
+    """training._noisy_gradient(kind=...) — what the loop, bench_gpu.py and the GPU tests build their
+    noisy-batch gradient with: the hand-written and autograd kinds give one gradient from one seed; an
+    unknown kind is refused with its name."""
+    from lsnpc import LSNPC
+    from lsnpc.corrector.config import TrainingConfig
+    from lsnpc.corrector.training import _noisy_gradient
+
+    config = TrainingConfig.from_params(LSNPC().get_params())
+    X, P = torch.randn(40, 5), torch.rand(40, 3)
+    idx = torch.arange(0, 40, 2)
+    grads = []
+    for kind in ("handwritten", "autograd"):
+        model = _model("student", False)
+        optimizer = FlatAdamW([model], weight_decay=1e-5)
+        with optimizer:
+            gradient = _noisy_gradient(model, optimizer, X, P, config, torch.device("cpu"), kind=kind)
+            torch.manual_seed(3)
+            with aten_kernels():
+                values = gradient(idx)
+            # the hand-written step reports host floats on the CPU, autograd's a detached tensor
+            assert isinstance(values, tuple if kind == "handwritten" else torch.Tensor)
+            grads.append(optimizer.grad.clone())
+    noise_only = _pre_norm_biases(_model("student", False))
+    keep = torch.cat([torch.full((p.numel(),), name not in noise_only)
+                      for name, p in _model("student", False).named_parameters()])
+    assert grads[0].abs().sum() > 0
+    torch.testing.assert_close(grads[0][keep], grads[1][keep], rtol=1e-4, atol=1e-6)
+    model = _model("student", False)
+    optimizer = FlatAdamW([model], weight_decay=1e-5)
+    with optimizer, pytest.raises(ValueError, match="kind must be 'handwritten', 'autograd' or None"):
+        _noisy_gradient(model, optimizer, X, P, config, torch.device("cpu"), kind="fused")
