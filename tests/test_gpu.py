@@ -182,3 +182,16 @@ def test_the_gpu_update_in_32_pieces_is_the_one_piece_update_bit_for_bit() -> No
     assert not torch.equal(one.flat, FlatAdamW([_model(device)], weight_decay=1e-5).flat)
     for a, b in ((one.flat, split.flat), (one.exp_avg, split.exp_avg), (one.exp_avg_sq, split.exp_avg_sq)):
         assert torch.equal(a, b)
+
+
+def test_the_neighbour_search_on_the_gpu_finds_the_cpus_neighbours() -> None:
+    """neighbour_label_rates(device="cuda") (float32 similarities, topk on the device) gives the CPU's
+    rates but where a near-tie at the 50th neighbour falls the other way: then by one neighbour's 1/52."""
+    from lsnpc.corrector.label_posterior import neighbour_label_rates
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(3000, 32)).astype(np.float32), (rng.random((3000, 6)) < 0.2).astype(np.int64)
+    on_gpu, on_cpu = neighbour_label_rates(X, Y, device="cuda"), neighbour_label_rates(X, Y)
+    differ = (np.abs(on_gpu - on_cpu) > 1e-12).any(1)
+    assert differ.mean() < 0.01
+    assert np.abs(on_gpu - on_cpu).max() <= 1 / 52 + 1e-12

@@ -155,6 +155,26 @@ def test_neighbour_rates_count_the_nearest_rows_without_the_row_itself() -> None
         neighbour_label_rates(X[:1], given[:1])
 
 
+def test_the_torch_search_finds_the_neighbours_scikit_learn_finds() -> None:
+    """The GPU's search (blocks of cosine similarities and topk), run here on the CPU with blocks of 7
+    rows, picks each row's neighbours as scikit-learn's exact search does (random data: no ties)."""
+    from sklearn.neighbors import NearestNeighbors
+    from sklearn.preprocessing import normalize
+
+    from lsnpc.corrector import label_posterior
+
+    X = normalize(np.random.default_rng(4).normal(size=(60, 6)))
+    expected = NearestNeighbors(n_neighbors=5).fit(X).kneighbors(return_distance=False)
+    original = label_posterior._BLOCK_BYTES
+    label_posterior._BLOCK_BYTES = 7 * 4 * 60  # 7 rows a block: 9 blocks, the last of 4
+    try:
+        found = label_posterior._torch_neighbours(X, 5, torch.device("cpu"))
+    finally:
+        label_posterior._BLOCK_BYTES = original
+    assert found.shape == (60, 5) and not (found == np.arange(60)[:, None]).any()
+    np.testing.assert_array_equal(np.sort(found, 1), np.sort(expected, 1))
+
+
 def test_the_neighbours_share_goes_to_whichever_predicts_the_given_labels() -> None:
     rng = np.random.default_rng(7)
     given = (rng.random((400, 5)) < 0.3).astype(np.int64)

@@ -515,7 +515,9 @@ class LSNPC(BaseEstimator):
         given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2 if neighbours else 1)
         check_same_n_samples(labels=given, pred_probs=P)
         inputs = (given, P, self.predict_proba(Xa, P))
-        return (*inputs, neighbour_label_rates(self._neighbour_space(Xa), given)) if neighbours else inputs
+        if not neighbours:
+            return inputs
+        return (*inputs, neighbour_label_rates(self._neighbour_space(Xa), given, device=self.device_))
 
     def _neighbour_space(self, X: np.ndarray) -> np.ndarray:
         """The rows as the label functions' neighbour search sees them (n, d): the features themselves
