@@ -83,6 +83,30 @@ def test_swap_posterior_by_hand() -> None:
     np.testing.assert_array_equal(swap_relabel(np.array([[1, 0, 0]]), prior, T), [[0, 1, 0]])
 
 
+@pytest.mark.parametrize("chunk_entries", [10**9, 7 * 6])  # one chunk; chunks of 7 positives (rows straddle)
+def test_swap_posterior_equals_the_entry_by_entry_definition(monkeypatch, chunk_entries) -> None:
+    """Each given positive's sources computed one at a time, a negative's chance of having been a source
+    accumulated positive by positive (np.add.at): the chunked computation gives the same numbers, bit
+    for bit, whether or not a row's positives fall into two chunks."""
+    from lsnpc.corrector import label_posterior
+
+    rng = np.random.default_rng(5)
+    given = (rng.random((40, 6)) < 0.45).astype(np.int64)
+    prior = rng.uniform(0.02, 0.98, given.shape)
+    T = rng.dirichlet(np.ones(6), size=6) * 0.5 + np.eye(6) * 0.5
+    odds = prior / (1 - prior)
+    log_not_source, expected = np.zeros(given.shape), np.zeros(given.shape)
+    for i, j in zip(*np.nonzero(given), strict=True):
+        weight = T[:, j] * odds[i] * (1 - given[i])
+        weight[j] = T[j, j] * odds[i, j]
+        source = weight / weight.sum()
+        expected[i, j] = source[j]
+        np.add.at(log_not_source, i, np.log1p(-np.minimum(source, 1 - 1e-12)))
+    expected = np.where(given == 1, expected, -np.expm1(log_not_source))
+    monkeypatch.setattr(label_posterior, "_CHUNK_ENTRIES", chunk_entries)
+    assert swap_posterior(given, prior, T).tobytes() == expected.tobytes()
+
+
 def _noisy_views(true: np.ndarray, T: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Given labels drawn through the swap channel T, and probabilities a model trained on such labels
     would give: E[given | true] plus a little noise."""
@@ -243,6 +267,12 @@ def test_scores_find_flipped_entries_on_scene(scene_noisy) -> None:
     # a positive moves to its source: rows keep their count unless two positives share one source
     assert (suggested.sum(1) <= Yn.sum(1)).all() and (suggested.sum(1) == Yn.sum(1)).mean() > 0.98
     assert (issues & flipped).sum() > 0.6 * issues.sum()  # most flags are real flips
+    # all three from one correction (what the CLI calls) equal the three methods
+    review = corrector.review_labels(X, Yn, P)
+    assert sorted(review) == ["issues", "scores", "suggested"]
+    np.testing.assert_array_equal(review["scores"], scores)
+    np.testing.assert_array_equal(review["suggested"], suggested)
+    np.testing.assert_array_equal(review["issues"], issues)
     assert (suggested != Y).sum() < 0.85 * flipped.sum()  # fewer wrong entries than given
 
     lists = [list(np.flatnonzero(row)) for row in Yn]

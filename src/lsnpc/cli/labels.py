@@ -49,10 +49,9 @@ def label_issues(
         params = {**_parse_sets(set_), "random_state": seed, "device": device, "n_threads": threads}
         corrector, given = fit_corrector(*_check_label_arrays(X, Y, P), features=X, **params)
         update(2, len(steps), description=steps[2])
-        scores = corrector.label_quality_scores(X, given, P)
-        suggested = corrector.correct_labels(X, given, P)
+        review = corrector.review_labels(X, given, P)
         update(3, len(steps), description=steps[3])
-        summary = _write_issues(out, given, suggested, scores, names)
+        summary = _write_issues(out, given, review["suggested"], review["scores"], names)
         update(4, len(steps))
     if as_json:
         _print_json(summary)

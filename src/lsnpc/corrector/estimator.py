@@ -569,6 +569,16 @@ class LSNPC(BaseEstimator):
         inputs = self._label_inputs(X, labels, pred_probs, neighbours=False)
         return label_correction(*inputs) != inputs[0]
 
+    def review_labels(self, X: Any, labels: Any, pred_probs: Any) -> dict[str, np.ndarray]:
+        """All three label answers from one correction and one neighbour search: ``{"scores": ...,
+        "suggested": ..., "issues": ...}``, each (n, L), equal to :meth:`label_quality_scores`,
+        :meth:`correct_labels` and :meth:`find_label_issues` (which each compute the correction again).
+        ``lsnpc label-issues`` uses it."""
+        given, P, corrected, rates = self._label_inputs(X, labels, pred_probs)
+        suggested = label_correction(given, P, corrected)
+        return {"scores": label_quality(given, P, corrected, rates), "suggested": suggested,
+                "issues": suggested != given}
+
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path, *, overwrite: bool = False) -> None:
         """Write the fitted corrector to the folder ``path`` (safetensors weights + JSON config with checksums).

@@ -213,14 +213,17 @@ def label_prior(pred_probs: np.ndarray, corrected: np.ndarray, neighbour_rates: 
 
 def _source_chunks(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray):
     """Yield (rows, cols, source) per chunk of given positives: source[e, k] = P(true k produced the given
-    positive (rows[e], cols[e])), over k = cols[e] and the row's given negatives."""
+    positive (rows[e], cols[e])), over k = cols[e] and the row's given negatives. Positives come in row
+    order."""
     p = np.clip(prior.astype(np.float64), _EPS, 1 - _EPS)
     odds = p / (1 - p)
+    negative_odds = odds * (1 - labels)  # odds_k where k is a given negative, else 0 (n, L)
+    into = np.ascontiguousarray(transition.T)  # into[j, k] = T[k, j]: rows gathered, not columns
     rows, cols = np.nonzero(labels)
     step = max(1, _CHUNK_ENTRIES // labels.shape[1])
     for start in range(0, len(rows), step):
         r, c = rows[start : start + step], cols[start : start + step]
-        weight = transition[:, c].T * odds[r] * (1 - labels[r])  # (chunk, L): T[k, j] odds_k, k negative
+        weight = into[c] * negative_odds[r]  # (chunk, L): T[k, j] odds_k, k negative
         weight[np.arange(len(r)), c] = transition[c, c] * odds[r, c]
         yield r, c, weight / weight.sum(1, keepdims=True)
 
@@ -237,7 +240,14 @@ def swap_posterior(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray
     stays: list[np.ndarray] = []
     for r, c, source in _source_chunks(labels, prior, transition):
         stays.append(source[np.arange(len(r)), c])
-        np.add.at(log_not_source, r, np.log1p(-np.minimum(source, 1 - 1e-12)))
+        # add each row's terms in the order np.add.at would (it took 1.6 s on delicious), the j-th
+        # positives of the chunk's rows at once: a row's positives are consecutive, so within one j no
+        # row repeats and fancy indexing adds each term once
+        terms = np.log1p(-np.minimum(source, 1 - 1e-12))
+        rank = np.arange(len(r)) - np.searchsorted(r, r, side="left")  # j: the positive's place in its row
+        for j in range(int(rank.max()) + 1):
+            at = np.flatnonzero(rank == j)
+            log_not_source[r[at]] += terms[at]
     posterior = -np.expm1(log_not_source)
     posterior[np.nonzero(labels)] = np.concatenate(stays) if stays else []
     return posterior
