@@ -56,7 +56,7 @@ def test_the_update_in_pieces_is_the_update_in_one_piece(views) -> None:
     assert float(split.steps) == 3
 
 
-@pytest.mark.parametrize("views", [0, -1, 2.0])
+@pytest.mark.parametrize("views", [0, -1, 2.0, True])
 def test_views_must_be_a_positive_integer(views) -> None:
     with pytest.raises(ValueError, match="views must be a positive integer"):
         FlatAdamW([_net()], weight_decay=0.01, views=views)

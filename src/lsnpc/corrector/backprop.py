@@ -84,8 +84,8 @@ class _Linear:
     recorded CPU result was made with); on a GPU an :class:`_Ones`, for ``mm`` then the bias added, and
     the bias gradient as a matrix-vector product. At batch 32 cuBLAS serves ``addmm``'s bias epilogue
     with a split-K kernel, a memset and a scaling pass (13–17 µs a layer on an H100, against 7–11 for
-    ``mm`` and an add), and the sum's reduction kernel takes 3.4 µs against 1.9 for ``mv`` (measured in
-    CUDA graphs; README "Speed"). The results differ from the CPU's formulas by float rounding only.
+    ``mm`` and an add), and the sum's reduction kernel takes 3.3 µs against 1.8 for ``mv`` (measured in
+    CUDA graphs: ``benchmarks/bench_gpu_kernels.py``; README "Speed"). The results differ from the CPU's formulas by float rounding only.
     """
 
     def __init__(self, linear: nn.Linear, ones: _Ones | None = None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from numbers import Integral
 from typing import Self
 
 import numpy as np
@@ -59,8 +60,8 @@ class FlatAdamW:
         The arithmetic is elementwise, so the result is the same (bit for bit on a GPU; to float rounding
         on the CPU, whose kernel rounds a vector loop and a scalar tail differently); on a GPU ATen's kernel
         gives each 65,536-element chunk of a tensor one thread block, and one flat buffer of LSNPC's
-        0.36–0.78 M parameters left most of the device idle (28 µs per update on an H100, 13–21 µs in
-        32 pieces, measured in CUDA graphs)."""
+        0.36–0.78 M parameters left most of the device idle (27 µs per update on an H100, 12–20 µs in
+        32 pieces, measured in CUDA graphs: ``benchmarks/bench_gpu_kernels.py``)."""
         self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
         if not self.params:
             raise ValueError("FlatAdamW was given no trainable parameters")
@@ -75,9 +76,9 @@ class FlatAdamW:
         self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
         if views is None:
             views = 32 if self.flat.device.type == "cuda" else 1
-        if not isinstance(views, int) or views < 1:
+        if isinstance(views, bool) or not isinstance(views, Integral) or views < 1:
             raise ValueError(f"views must be a positive integer, got {views!r}")
-        views = min(views, self.flat.numel())
+        views = min(int(views), self.flat.numel())
         self._pieces = [list(t.tensor_split(views)) for t in (self.flat, self.grad, self.exp_avg, self.exp_avg_sq)]
         self._pieces.append([self.steps] * views)
 
