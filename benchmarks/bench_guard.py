@@ -34,7 +34,7 @@ import numpy as np
 
 from bench_quality import DEFAULT_HOME, NOISE_NAMES, NOISES, load_arrays
 
-LOSS_LEVELS = (0.5, 0.6, 0.75, 0.9)
+LOSS_LEVELS = (0.3, 0.4, 0.5, 0.6, 0.75, 0.9)
 WIN_LEVELS = (0.5, 0.6)
 PRIOR_FIRST_LEVELS = (0.6, 0.75, 0.9)
 PRIORS = (0.0, 0.25, 1 / 3, 0.4, 0.5)
