@@ -61,8 +61,9 @@ def bench_epochs(size: str, epochs: int, threads: int | None) -> dict[str, float
 
 def bench_steps(size: str, threads: int | None, runs: int, steps: int) -> dict[str, float]:
     """Best of ``runs`` timings of ``steps`` consecutive batch-32 steps (ms per step): LSNPC's step as its
-    training loop runs it (NoisyBatchStep + FlatAdamW, oneDNN off) and the reference loop's step, on
-    the same data and networks, alternating. The best run is the one least disturbed by other processes."""
+    training loop runs it (a TrainStep of NoisyBatchStep + FlatAdamW, oneDNN off, inference mode) and the
+    reference loop's step, on the same data and networks, alternating. The best run is the one least
+    disturbed by other processes."""
     import torch
 
     from lsnpc import LSNPC
@@ -70,7 +71,8 @@ def bench_steps(size: str, threads: int | None, runs: int, steps: int) -> dict[s
     from lsnpc._torch import num_threads
     from lsnpc.corrector.backprop import NoisyBatchStep, aten_kernels
     from lsnpc.corrector.config import ModelSpec, build_model
-    from lsnpc.corrector.optim import FlatAdamW
+    from lsnpc.corrector.optim import FlatAdamW, TrainStep
+    from lsnpc.corrector.training import _HandwrittenRows
     from reference_loop import reference_step
 
     n, d, n_labels = (int(v) for v in size.split("x"))
@@ -85,15 +87,15 @@ def bench_steps(size: str, threads: int | None, runs: int, steps: int) -> dict[s
 
         def our_step(idx: torch.Tensor) -> None:
             with aten_kernels():
-                step(X.index_select(0, idx), P.index_select(0, idx))
-                optimizer.apply(lr=2e-4, clip=2.0)
+                step(idx, lr=2e-4)
 
         def their_step(idx: torch.Tensor) -> None:
             reference_step(theirs, reference_optimizer, X[idx], P[idx], 0.01)
 
         best = {"ours": float("inf"), "reference": float("inf")}
         with optimizer:
-            step = NoisyBatchStep(ours, beta=0.01, feed="sample")
+            gradient = _HandwrittenRows(NoisyBatchStep(ours, beta=0.01, feed="sample"), X, P)
+            step = TrainStep(optimizer, gradient, clip=2.0, n_values=3, device=X.device, autograd=False)
             for run in range(runs + 1):  # the first run warms up
                 for name, one_step in (("ours", our_step), ("reference", their_step)):
                     started = time.perf_counter()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from lsnpc.corrector.optim import FlatAdamW, TrainStep, autograd_gradient
 
@@ -88,6 +89,48 @@ def test_train_step_runs_the_optimiser_step_and_adds_up_its_values() -> None:
         np.testing.assert_array_equal(step.take_sums(), [0.0, 0.0])
     for a, b in zip(reference_net.parameters(), ours_net.parameters(), strict=True):
         torch.testing.assert_close(a, b)
+
+
+def test_a_step_without_autograd_runs_in_inference_mode_with_the_same_numbers() -> None:
+    """TrainStep(autograd=False) on the CPU runs the gradient and the update in inference mode (each
+    operation skips autograd's dispatch layers) and trains bit for bit as the same step under no_grad;
+    the training loop asks for it exactly when the hand-written gradient needs no autograd (LSNPC's own
+    encoder, not a user's)."""
+    from lsnpc.corrector.backprop import NoisyBatchStep, aten_kernels
+    from lsnpc.corrector.model import LatentConfig, LatentShiftModel, StandardizedMLPEncoder
+    from lsnpc.corrector.training import _HandwrittenRows
+
+    def model(encoder: nn.Module | None = None) -> LatentShiftModel:
+        torch.manual_seed(0)
+        return LatentShiftModel(encoder or StandardizedMLPEncoder(5, 16), 16, 3, LatentConfig("student", 2.5, 3.0),
+                                latent_dim=4, label_embedding_dim=8, latent_mlp_dim=6).train()
+
+    X, P = torch.randn(40, 5), torch.rand(40, 3)
+    results, modes = [], []
+    for autograd in (True, False):
+        net = model()
+        optimizer = FlatAdamW([net], weight_decay=1e-5)
+        with optimizer:
+            rows = _HandwrittenRows(NoisyBatchStep(net, beta=0.3, feed="sample"), X, P)
+            assert rows.needs_autograd is False
+
+            def gradient(idx: torch.Tensor, rows: _HandwrittenRows = rows) -> tuple[float, float, float]:
+                modes.append(torch.is_inference_mode_enabled())
+                return rows(idx)
+
+            step = TrainStep(optimizer, gradient, clip=2.0, n_values=3, device=torch.device("cpu"), autograd=autograd)
+            torch.manual_seed(1)
+            with aten_kernels():
+                for idx in (torch.arange(0, 20), torch.arange(20, 40), torch.arange(0, 40, 2)):
+                    step(idx, lr=0.01)
+            results.append((optimizer.flat.clone(), step.take_sums()))
+        assert not torch.is_inference_mode_enabled()
+    assert modes == [False] * 3 + [True] * 3
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=0, atol=0)
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+    user = model(nn.Sequential(nn.Linear(5, 16), nn.Tanh()))
+    with FlatAdamW([user], weight_decay=0.0):
+        assert NoisyBatchStep(user, beta=0.3, feed="sample").needs_autograd is True
 
 
 @pytest.mark.parametrize("family", ["student", "gauss"])

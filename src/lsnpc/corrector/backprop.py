@@ -228,6 +228,8 @@ class NoisyBatchStep:
         ones = _Ones(model.nu.detach()) if gpu_kernels else None
         encoder = model.data_encoder
         self.data_blocks = _blocks(encoder.net, ones) if isinstance(encoder, StandardizedMLPEncoder) else None
+        # a user's encoder backpropagates through autograd; LSNPC's own needs none (inference mode serves)
+        self.needs_autograd = self.data_blocks is None
         self.label_blocks = _blocks(model.label_encoder.net, ones)
         shift, kappa, decoder = model.shift_encoder, model.true_latent_encoder, model.label_decoder
         psi = model.shift_decoder.net

@@ -181,9 +181,15 @@ class TrainStep:
         clip: float | None,
         n_values: int,
         device: torch.device,
+        autograd: bool = True,
     ) -> None:
+        """``autograd=False`` says that ``gradient`` needs no autograd (it writes the gradient itself,
+        as :class:`~lsnpc.corrector.backprop.NoisyBatchStep` does): on the CPU the whole step then runs
+        in ``torch.inference_mode``, where each operation skips autograd's dispatch layers (the same
+        kernels, the same numbers; 6% off a batch-32 step, README "Speed")."""
         self.optimizer, self.gradient, self.clip = optimizer, gradient, clip
         self.on_gpu = device.type == "cuda"
+        self._inference = not autograd and not self.on_gpu
         self.graphs = self.on_gpu and USE_CUDA_GRAPHS
         self.sums = torch.zeros(n_values, dtype=torch.float64 if not self.on_gpu else torch.float32, device=device)
         self.last = torch.zeros(n_values, dtype=self.sums.dtype, device=device)
@@ -197,7 +203,11 @@ class TrainStep:
     def __call__(self, *inputs: torch.Tensor, lr: float) -> None:
         self.calls += 1
         if not self.on_gpu:
-            self._body(inputs, lr)
+            if self._inference:
+                with torch.inference_mode():
+                    self._body(inputs, lr)
+            else:
+                self._body(inputs, lr)
             return
         self._lr.fill_(lr)  # type: ignore[union-attr]
         if not self.graphs:

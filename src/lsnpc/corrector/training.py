@@ -202,6 +202,17 @@ def learning_rate(schedule: str, base: float, step: int, epoch: int, total_steps
 GPU_NOISY_GRADIENT = "handwritten"
 
 
+class _HandwrittenRows:
+    """:class:`NoisyBatchStep` on the rows ``idx`` of X and P, for :class:`TrainStep`."""
+
+    def __init__(self, step: NoisyBatchStep, X: torch.Tensor, P: torch.Tensor) -> None:
+        self.step, self.X, self.P = step, X, P
+        self.needs_autograd = step.needs_autograd
+
+    def __call__(self, idx: torch.Tensor) -> tuple[float, float, float] | torch.Tensor:
+        return self.step(self.X.index_select(0, idx), self.P.index_select(0, idx))
+
+
 def _noisy_gradient(
     model: LatentShiftModel,
     optimizer: FlatAdamW,
@@ -222,8 +233,7 @@ def _noisy_gradient(
     if kind not in ("handwritten", "autograd"):
         raise ValueError(f"kind must be 'handwritten', 'autograd' or None, got {kind!r}")
     if kind == "handwritten" and NoisyBatchStep.supports(model, gpu=gpu):
-        by_hand = NoisyBatchStep(model, beta=config.beta, feed=config.train_feed)
-        return lambda idx: by_hand(X.index_select(0, idx), P.index_select(0, idx))
+        return _HandwrittenRows(NoisyBatchStep(model, beta=config.beta, feed=config.train_feed), X, P)
 
     def loss_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = model.data_encoder(X.index_select(0, idx))
@@ -289,9 +299,10 @@ def train_latent_shift_model(
 
     model.train()
     with optimizer:
+        noisy_gradient = _noisy_gradient(model, optimizer, X, P, config, device)
         noisy_step = TrainStep(
-            optimizer, _noisy_gradient(model, optimizer, X, P, config, device), clip=_NOISY_CLIP, n_values=3,
-            device=device,
+            optimizer, noisy_gradient, clip=_NOISY_CLIP, n_values=3, device=device,
+            autograd=not isinstance(noisy_gradient, _HandwrittenRows) or noisy_gradient.needs_autograd,
         )
         clean_step = None
         if data.clean is not None:
