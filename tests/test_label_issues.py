@@ -23,6 +23,7 @@ from lsnpc.corrector.label_posterior import (
     label_prior,
     label_quality,
     neighbour_label_rates,
+    review,
     swap_posterior,
     swap_relabel,
     swap_transition,
@@ -229,6 +230,29 @@ def test_the_prior_blends_the_neighbours_into_the_model_logits() -> None:
     np.testing.assert_allclose(label_prior(P, corrected), expit(model))
     np.testing.assert_allclose(label_prior(P, corrected, rates, neighbour_weight=0.8),
                                expit(0.2 * model + 0.8 * logit(rates)))
+
+
+def test_review_gives_the_scores_and_suggestions_of_the_two_functions_bit_for_bit() -> None:
+    """review() estimates the channel and the model's logit blend once for both answers; the numbers
+    are those of label_quality (with the neighbours) and label_correction (without), to the bit — also
+    beyond 20,000 rows, where the neighbours' share is chosen on a sample of the rows."""
+    from lsnpc.corrector import label_posterior
+
+    rng = np.random.default_rng(11)
+    n = label_posterior._WEIGHT_ROWS + 37
+    given = (rng.random((n, 4)) < 0.3).astype(np.int64)
+    P, corrected, rates = rng.uniform(0.02, 0.98, (3, n, 4))
+    scores, suggested = review(given, P, corrected, rates)
+    np.testing.assert_array_equal(scores, label_quality(given, P, corrected, rates))
+    np.testing.assert_array_equal(suggested, label_correction(given, P, corrected))
+    assert not np.array_equal(scores, label_quality(given, P, corrected))  # the neighbours count
+    b = choose_neighbour_weight(given, 0.75 * logit(P) + 0.25 * logit(corrected), rates)
+    np.testing.assert_array_equal(label_prior(P, corrected, rates, labels=given),
+                                  label_prior(P, corrected, rates, neighbour_weight=b))
+    small = slice(0, 300)
+    scores, suggested = review(given[small], P[small], corrected[small])
+    np.testing.assert_array_equal(scores, label_quality(given[small], P[small], corrected[small]))
+    np.testing.assert_array_equal(suggested, label_correction(given[small], P[small], corrected[small]))
 
 
 # ----------------------------------------------------------------------------- end to end on real data

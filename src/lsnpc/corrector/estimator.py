@@ -40,7 +40,7 @@ from .._validation import (
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import GuardDecision, decide_with_validation, decide_without_validation
 from .inference import predict_corrected
-from .label_posterior import label_correction, label_posterior, label_quality, neighbour_label_rates
+from .label_posterior import label_correction, label_posterior, label_quality, neighbour_label_rates, review
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
 from .persistence import FITTED_FIELDS, read_corrector, save_corrector
 from .student import LabelStudent, fit_student
@@ -575,9 +575,8 @@ class LSNPC(BaseEstimator):
         :meth:`correct_labels` and :meth:`find_label_issues` (which each compute the correction again).
         ``lsnpc label-issues`` uses it."""
         given, P, corrected, rates = self._label_inputs(X, labels, pred_probs)
-        suggested = label_correction(given, P, corrected)
-        return {"scores": label_quality(given, P, corrected, rates), "suggested": suggested,
-                "issues": suggested != given}
+        scores, suggested = review(given, P, corrected, rates)
+        return {"scores": scores, "suggested": suggested, "issues": suggested != given}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path, *, overwrite: bool = False) -> None:

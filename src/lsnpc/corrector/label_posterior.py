@@ -40,7 +40,7 @@ from scipy.special import expit, logit
 
 __all__ = [
     "swap_transition", "neighbour_label_rates", "choose_neighbour_weight", "label_prior", "swap_posterior",
-    "swap_relabel", "label_posterior", "label_quality", "label_correction",
+    "swap_relabel", "label_posterior", "label_quality", "label_correction", "review",
 ]
 
 _EPS = 1e-6
@@ -178,15 +178,24 @@ def choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighb
     bag-of-words features a small one (0.2–0.4 on bibtex and delicious; on delicious a fixed 0.8 ranked
     worse than no neighbours at all).
     """
+    return _choose_neighbour_weight(labels, model_logits, neighbour_rates, None)
+
+
+def _choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighbour_rates: np.ndarray,
+                             neighbour_logits: np.ndarray | None) -> float:
+    """:func:`choose_neighbour_weight`, with the neighbours' clipped logits (n, L) when the caller has them."""
     rows = np.arange(len(labels))
     if len(rows) > _WEIGHT_ROWS:
         rows = np.sort(np.random.default_rng(0).choice(len(rows), _WEIGHT_ROWS, replace=False))
-    given, model, neighbours = labels[rows], model_logits[rows], _clipped_logit(neighbour_rates[rows])
-    losses = []
-    for b in NEIGHBOUR_WEIGHTS:
-        mixed = (1 - b) * model + b * neighbours
-        # −log σ(m) for a given positive, −log σ(−m) for a negative: logaddexp(0, ∓m)
-        losses.append(float(np.logaddexp(0.0, np.where(given == 1, -mixed, mixed)).mean()))
+    subset = len(rows) < len(labels)
+    neighbours = (_clipped_logit(neighbour_rates[rows]) if neighbour_logits is None
+                  else neighbour_logits[rows] if subset else neighbour_logits)
+    # −log σ(m) for a given positive, −log σ(−m) for a negative: logaddexp(0, −s m) with s = ±1. Negating
+    # is exact, so −s · ((1 − b) m + b n) = (1 − b) (−s m) + b (−s n) to the bit: the signs are applied once
+    flip = np.where((labels[rows] if subset else labels) == 1, -1.0, 1.0)
+    model = flip * (model_logits[rows] if subset else model_logits)
+    neighbours = flip * neighbours
+    losses = [float(np.logaddexp(0.0, (1 - b) * model + b * neighbours).mean()) for b in NEIGHBOUR_WEIGHTS]
     return NEIGHBOUR_WEIGHTS[int(np.argmin(losses))]
 
 
@@ -197,18 +206,30 @@ def label_prior(pred_probs: np.ndarray, corrected: np.ndarray, neighbour_rates: 
     w = ``corrected_weight``; with ``neighbour_rates`` (:func:`neighbour_label_rates`, (n, L)) blended in
     turn, (1 − b) · m + b · logit(neighbour_rates), b = ``neighbour_weight`` — with "auto" chosen by
     :func:`choose_neighbour_weight` from the given ``labels`` (then required, (n, L) 0/1)."""
-    mixed = (1 - corrected_weight) * _clipped_logit(pred_probs) + corrected_weight * _clipped_logit(corrected)
-    if neighbour_rates is None:
-        return expit(mixed)
-    if neighbour_weight == "auto":
-        if labels is None:
-            raise ValueError("label_prior needs the given labels to choose neighbour_weight='auto'")
-        b = choose_neighbour_weight(labels, mixed, neighbour_rates)
-    elif isinstance(neighbour_weight, str) or not 0.0 <= float(neighbour_weight) <= 1.0:
+    return expit(_prior_logit(pred_probs, corrected, neighbour_rates, labels=labels,
+                              corrected_weight=corrected_weight, neighbour_weight=neighbour_weight))
+
+
+def _prior_logit(pred_probs: np.ndarray, corrected: np.ndarray, neighbour_rates: np.ndarray | None, *,
+                 labels: np.ndarray | None, corrected_weight: float = CORRECTED_WEIGHT,
+                 neighbour_weight: float | str = "auto", model_logit: np.ndarray | None = None) -> np.ndarray:
+    """The logit of :func:`label_prior` (n, L); ``model_logit``: its blend without the neighbours, when the
+    caller has it (:func:`review`)."""
+    if neighbour_weight != "auto" and (isinstance(neighbour_weight, str) or not 0.0 <= float(neighbour_weight) <= 1.0):
         raise ValueError(f"neighbour_weight must be a number in [0, 1] or 'auto', got {neighbour_weight!r}")
+    if neighbour_weight == "auto" and neighbour_rates is not None and labels is None:
+        raise ValueError("label_prior needs the given labels to choose neighbour_weight='auto'")
+    mixed = model_logit
+    if mixed is None:
+        mixed = (1 - corrected_weight) * _clipped_logit(pred_probs) + corrected_weight * _clipped_logit(corrected)
+    if neighbour_rates is None:
+        return mixed
+    neighbours = _clipped_logit(neighbour_rates)
+    if neighbour_weight == "auto":
+        b = _choose_neighbour_weight(labels, mixed, neighbour_rates, neighbours)  # type: ignore[arg-type]
     else:
         b = float(neighbour_weight)
-    return expit((1 - b) * mixed + b * _clipped_logit(neighbour_rates))
+    return (1 - b) * mixed + b * neighbours
 
 
 def _source_chunks(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray):
@@ -283,6 +304,12 @@ def label_quality(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndar
     model's own P(y = given) from ``pred_probs`` (w = ``self_confidence_weight``).
     """
     posterior = label_posterior(labels, pred_probs, corrected, neighbour_rates, noise_rate=noise_rate)
+    return _quality(labels, pred_probs, posterior, self_confidence_weight)
+
+
+def _quality(labels: np.ndarray, pred_probs: np.ndarray, posterior: np.ndarray, self_confidence_weight: float
+             ) -> np.ndarray:
+    """:func:`label_quality` from the posterior (n, L)."""
     agree = np.clip(np.where(labels == 1, posterior, 1 - posterior), _EPS, 1 - _EPS)
     confidence = np.clip(np.where(labels == 1, pred_probs, 1 - pred_probs).astype(np.float64), _EPS, 1 - _EPS)
     return expit((1 - self_confidence_weight) * logit(agree) + self_confidence_weight * logit(confidence))
@@ -294,3 +321,17 @@ def label_correction(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.n
     :func:`label_posterior` (same arguments)."""
     transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
     return swap_relabel(labels, label_prior(pred_probs, corrected, neighbour_rates, labels=labels), transition)
+
+
+def review(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray,
+           neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE,
+           self_confidence_weight: float = SELF_CONFIDENCE_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`label_quality` (n, L) with ``neighbour_rates``, :func:`label_correction` (n, L) without them),
+    the same numbers as the two calls, from one channel T and one logit blend of the model's
+    probabilities (each call estimates both again: 1 s of a 19 s review on delicious)."""
+    transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
+    model = _prior_logit(pred_probs, corrected, None, labels=labels)
+    suggested = swap_relabel(labels, expit(model), transition)
+    prior = expit(_prior_logit(pred_probs, corrected, neighbour_rates, labels=labels, model_logit=model))
+    scores = _quality(labels, pred_probs, swap_posterior(labels, prior, transition), self_confidence_weight)
+    return scores, suggested
