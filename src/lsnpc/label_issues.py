@@ -4,8 +4,8 @@ cleanlab's inputs — the given ``labels`` and a model's ``pred_probs`` on the s
 ``features``: an LSNPC corrector is fitted on (features, pred_probs), and the posterior of the true
 labels given the observed ones, p(y | x, ŷ = labels), says which labels look wrong and what they should
 be (:mod:`lsnpc.corrector.label_posterior`). The scores' prior also reads the labels the rows'
-nearest neighbours in ``features`` were given, so pass the whole labelled set in one call. Use out-of-fold
-probabilities::
+nearest neighbours in ``features`` were given and how often labels go together across the rows, so pass
+the whole labelled set in one call. Use out-of-fold probabilities::
 
     from lsnpc import MLPClassifier, cross_val_pred_probs, find_label_issues, correct_labels
     P = cross_val_pred_probs(MLPClassifier(random_state=0), X, Y, random_state=0)

@@ -541,7 +541,9 @@ class LSNPC(BaseEstimator):
         ``pred_probs``: a model's out-of-fold probabilities on them (``lsnpc.cross_val_pred_probs``).
         The prior is this corrector's output on ``pred_probs`` (:meth:`predict_proba`, student and guard
         included) blended with them and with the labels the rows' nearest neighbours in X were given
-        (neighbours among the rows passed, so pass the whole labelled set at once); the noise, a swap
+        (neighbours among the rows passed, so pass the whole labelled set at once), raised where the
+        row's other given labels usually go with a label (``label_posterior.cooccurrence_lift``, counted
+        over the rows passed); the noise, a swap
         channel estimated from the labels and ``pred_probs`` (:mod:`lsnpc.corrector.label_posterior`).
         The functions ``lsnpc.label_quality_scores`` etc. fit ``LSNPC(student=False, guard=False)``: the
         plain correction, as cheap and as good here.
@@ -557,9 +559,9 @@ class LSNPC(BaseEstimator):
         """(n, L) 0/1 int64: the suggested labels. Each given positive is replaced by the label it most
         likely came from (itself when it looks right), so rows keep their number of positives.
 
-        The prior here leaves the neighbours out: they rank better but decide worse — the rate at which
-        neighbours were given a label is a rate of *noisy* labels, and with it fewer wrong labels
-        moved (relabelled retraining on scene and yeast −0.3 micro-F1 on average; README, label
+        The prior here leaves the neighbours and the co-occurrences out: they rank better but decide
+        worse — the rate at which neighbours were given a label is a rate of *noisy* labels, and with it
+        fewer wrong labels moved (relabelled retraining on scene and yeast −0.3 micro-F1 on average; README, label
         issues)."""
         return label_correction(*self._label_inputs(X, labels, pred_probs, neighbours=False))
 

@@ -7,9 +7,13 @@ Beyond the paper (it names correcting training labels as future work). Three pie
   in turn with how often the row's nearest neighbours in feature space were given each label
   (:func:`neighbour_label_rates`; wrong labels are scattered, so a label most of a row's neighbours were
   given is likely right whatever the row was given). The neighbours' share is chosen per data set as
-  the one that best predicts the given labels (:func:`choose_neighbour_weight`). The neighbours' rates
-  are rates of noisy labels: they sharpen the ranking, but a relabelling with them moves fewer wrong
-  labels, so :meth:`lsnpc.LSNPC.correct_labels` calls :func:`label_correction` without them;
+  the one that best predicts the given labels (:func:`choose_neighbour_weight`). For the scores, the
+  row's other given labels add their say: how much more often label k goes with them than k's overall
+  rate, in log-odds (:func:`cooccurrence_lift`; never negative, zero without another given label),
+  with a weight chosen together with the neighbours' share (:func:`choose_prior_weights`). The
+  neighbours' rates and the co-occurrences are rates of noisy labels: they sharpen the ranking, but a
+  relabelling with them moves fewer wrong labels, so :meth:`lsnpc.LSNPC.correct_labels` calls
+  :func:`label_correction` without them;
 - a **swap channel** p(ŷ | y), the noise model of the paper's experiments and of annotators who pick a
   wrong class: each true positive k is recorded as the positive j with probability T[k, j]. A given
   positive j therefore came from a true positive k with probability ∝ T[k, j] · odds(prior_k), over
@@ -39,8 +43,9 @@ from scipy import sparse
 from scipy.special import expit, logit
 
 __all__ = [
-    "swap_transition", "neighbour_label_rates", "choose_neighbour_weight", "label_prior", "swap_posterior",
-    "swap_relabel", "label_posterior", "label_quality", "label_correction", "review",
+    "swap_transition", "neighbour_label_rates", "cooccurrence_lift", "choose_neighbour_weight",
+    "choose_prior_weights", "label_prior", "swap_posterior", "swap_relabel", "label_posterior", "label_quality",
+    "label_correction", "review",
 ]
 
 _EPS = 1e-6
@@ -58,8 +63,12 @@ SELF_CONFIDENCE_WEIGHT = 0.3
 NEIGHBOURS = 50
 """Neighbours whose given labels enter the prior (:func:`neighbour_label_rates`)."""
 NEIGHBOUR_WEIGHTS = tuple(i / 10 for i in range(11))
-"""The neighbours' shares of the prior's logit that :func:`choose_neighbour_weight` tries."""
-_WEIGHT_ROWS = 20_000  # rows (a fixed sample beyond) on which the weight is chosen
+"""The neighbours' shares of the prior's logit that :func:`choose_prior_weights` tries."""
+COOCCURRENCE_WEIGHTS = tuple(i / 10 for i in range(11))
+"""The weights of the co-occurrence lift in the prior's logit that :func:`choose_prior_weights` tries."""
+COOCCURRENCE_SMOOTHING = 2.0
+"""Rows' worth of a label's overall rate added to its co-occurrence counts (:func:`cooccurrence_lift`)."""
+_WEIGHT_ENTRIES = 4_000_000  # entries (rows × labels; a fixed sample of rows beyond) the weights are chosen on
 
 
 def swap_transition(
@@ -169,8 +178,8 @@ def _clipped_logit(p: np.ndarray) -> np.ndarray:
 
 def choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighbour_rates: np.ndarray) -> float:
     """The neighbours' share b of the prior's logit, (1 − b) · model_logits + b · logit(neighbour_rates):
-    of :data:`NEIGHBOUR_WEIGHTS`, the one whose prior predicts the given ``labels`` best (mean binary
-    cross-entropy; ties to the smaller b). All arrays (n, L); beyond 20,000 rows a fixed sample of them.
+    of :data:`NEIGHBOUR_WEIGHTS`, the one whose prior predicts the given ``labels`` best — the prior of
+    :func:`choose_prior_weights` without the co-occurrence lift. All arrays (n, L).
 
     Where wrong labels do not depend on the features (the benchmarks' simulated noise), the mixture that
     best predicts the given labels also ranks the true ones best: neighbours in a space where similar
@@ -178,58 +187,129 @@ def choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighb
     bag-of-words features a small one (0.2–0.4 on bibtex and delicious; on delicious a fixed 0.8 ranked
     worse than no neighbours at all).
     """
-    return _choose_neighbour_weight(labels, model_logits, neighbour_rates, None)
+    return choose_prior_weights(labels, model_logits, _clipped_logit(neighbour_rates))[0]
 
 
-def _choose_neighbour_weight(labels: np.ndarray, model_logits: np.ndarray, neighbour_rates: np.ndarray,
-                             neighbour_logits: np.ndarray | None) -> float:
-    """:func:`choose_neighbour_weight`, with the neighbours' clipped logits (n, L) when the caller has them."""
-    rows = np.arange(len(labels))
-    if len(rows) > _WEIGHT_ROWS:
-        rows = np.sort(np.random.default_rng(0).choice(len(rows), _WEIGHT_ROWS, replace=False))
-    subset = len(rows) < len(labels)
-    neighbours = (_clipped_logit(neighbour_rates[rows]) if neighbour_logits is None
-                  else neighbour_logits[rows] if subset else neighbour_logits)
-    # −log σ(m) for a given positive, −log σ(−m) for a negative: logaddexp(0, −s m) with s = ±1. Negating
-    # is exact, so −s · ((1 − b) m + b n) = (1 − b) (−s m) + b (−s n) to the bit: the signs are applied once
-    flip = np.where((labels[rows] if subset else labels) == 1, -1.0, 1.0)
-    model = flip * (model_logits[rows] if subset else model_logits)
-    neighbours = flip * neighbours
-    losses = [float(np.logaddexp(0.0, (1 - b) * model + b * neighbours).mean()) for b in NEIGHBOUR_WEIGHTS]
-    return NEIGHBOUR_WEIGHTS[int(np.argmin(losses))]
+def choose_prior_weights(labels: np.ndarray, model_logits: np.ndarray, neighbour_logits: np.ndarray | None,
+                         lift: np.ndarray | None = None) -> tuple[float, float]:
+    """The prior's weights (b, c) for (1 − b) · model_logits + b · neighbour_logits + c · lift: of
+    :data:`NEIGHBOUR_WEIGHTS` × :data:`COOCCURRENCE_WEIGHTS` (b = 0 without neighbours, c = 0 without a
+    lift), the pair whose prior predicts the given ``labels`` best (mean binary cross-entropy; ties to the
+    smaller b, then the smaller c). All arrays (n, L); beyond 4 M entries a fixed sample of the rows.
+
+    The likelihood of *noisy* labels is a fair judge of parts that do not see them (the model, the
+    neighbours: simulated noise does not depend on x). The lift is built from the given labels, but only
+    from the row's *other* labels and the other rows' counts, and it can only raise a label: a part that
+    could lower labels, or shrink the model's logits towards each label's rate, was rewarded for
+    predicting the noise (README, label issues).
+    """
+    b_grid = NEIGHBOUR_WEIGHTS if neighbour_logits is not None else (0.0,)
+    c_grid = COOCCURRENCE_WEIGHTS if lift is not None else (0.0,)
+    return _choose_weights(labels, model_logits, neighbour_logits, lift, b_grid, c_grid)
+
+
+def _choose_weights(labels: np.ndarray, model_logits: np.ndarray, neighbour_logits: np.ndarray | None,
+                    lift: np.ndarray | None, b_grid: tuple[float, ...], c_grid: tuple[float, ...]
+                    ) -> tuple[float, float]:
+    """:func:`choose_prior_weights` over the given grids (a one-value grid fixes that weight)."""
+    if len(b_grid) == 1 and len(c_grid) == 1:
+        return b_grid[0], c_grid[0]
+    n, n_labels = labels.shape
+    rows = np.arange(n)
+    if n * n_labels > _WEIGHT_ENTRIES:
+        rows = np.sort(np.random.default_rng(0).choice(n, max(1, _WEIGHT_ENTRIES // n_labels), replace=False))
+    # −log σ(m) for a given positive, −log σ(−m) for a negative: softplus(−s m), s = ±1, signs applied once
+    flip = torch.as_tensor(np.where(labels[rows] == 1, -1.0, 1.0))
+    model = flip * torch.as_tensor(model_logits[rows], dtype=torch.float64)
+    neighbours, raise_ = (None if a is None else flip * torch.as_tensor(a[rows], dtype=torch.float64)
+                          for a in (neighbour_logits, lift))
+    best = (np.inf, b_grid[0], c_grid[0])
+    for b in b_grid:
+        mixed = model if neighbours is None or b == 0.0 else torch.lerp(model, neighbours, b)
+        for c in c_grid:
+            signed = mixed if raise_ is None or c == 0.0 else mixed + c * raise_
+            loss = float(torch.nn.functional.softplus(signed, threshold=50.0).mean())
+            if loss < best[0]:
+                best = (loss, b, c)
+    return best[1], best[2]
+
+
+def cooccurrence_lift(labels: np.ndarray, *, smoothing: float = COOCCURRENCE_SMOOTHING) -> np.ndarray:
+    """How much the row's other given labels raise each label, in log-odds: (n, L), ≥ 0.
+
+    r[i, k] is the mean over the row's other given positives j of P(k | j), counted over the other rows
+    (row i itself left out) with ``smoothing`` rows at k's overall rate π_k added to each count; the lift
+    is logit(max(r, π_k)) − logit(π_k). It is zero where the row has no given label besides k and where
+    the row's labels go with k no more often than chance. It is never negative: on data whose rows carry one label
+    (scene), the wrong label that replaced a true one never co-occurs with it, and a lift allowed to be
+    negative ranked the missing true label *down* (README, label issues). Labels in the rows of a
+    tag-like data set go together (delicious: 19 a row), and there the lift finds the missing ones.
+
+    Time and memory: two products of the (sparse) labels with an (L, L) matrix; the output is dense.
+    """
+    given = np.asarray(labels, dtype=np.float64)
+    n, n_labels = given.shape
+    Y = sparse.csr_matrix(given)
+    counts = (Y.T @ Y).toarray()  # N[j, k]: rows given both
+    count = np.diag(counts).copy()
+    rate = (count + 0.5) / (n + 1.0)
+    # a row given j sees j's other rows: N_j − 1 of them, and N_jk less its own k
+    others = np.maximum(count - 1.0 + smoothing, 1e-12)
+    conditional = (counts + smoothing * rate[None, :]) / others[:, None]  # M[j, k] ≈ P(k | j)
+    inverse = 1.0 / others
+    summed = np.asarray(Y @ conditional)  # Σ_{j given} M[j, k]
+    own = np.asarray(Y @ inverse).reshape(-1, 1)  # Σ_{j given} 1 / (N_j − 1 + s)
+    # leave out j = k (a given k is not its own evidence) and the row's own count in N_jk (1 where k is given)
+    summed -= given * np.diag(conditional)[None, :] + given * (own - given * inverse[None, :])
+    n_other = given.sum(1, keepdims=True) - given
+    mean = np.where(n_other > 0, summed / np.maximum(n_other, 1.0), rate[None, :])
+    floor = np.clip(np.broadcast_to(rate, mean.shape), _EPS, 1 - _EPS)
+    return logit(np.clip(np.maximum(mean, rate[None, :]), _EPS, 1 - _EPS)) - logit(floor)
 
 
 def label_prior(pred_probs: np.ndarray, corrected: np.ndarray, neighbour_rates: np.ndarray | None = None, *,
                 labels: np.ndarray | None = None, corrected_weight: float = CORRECTED_WEIGHT,
-                neighbour_weight: float | str = "auto") -> np.ndarray:
+                neighbour_weight: float | str = "auto", cooccurrence_weight: float | str | None = None) -> np.ndarray:
     """p(y = 1 | x) (n, L): the logit blend m = (1 − w) · logit(pred_probs) + w · logit(corrected),
     w = ``corrected_weight``; with ``neighbour_rates`` (:func:`neighbour_label_rates`, (n, L)) blended in
-    turn, (1 − b) · m + b · logit(neighbour_rates), b = ``neighbour_weight`` — with "auto" chosen by
-    :func:`choose_neighbour_weight` from the given ``labels`` (then required, (n, L) 0/1)."""
-    return expit(_prior_logit(pred_probs, corrected, neighbour_rates, labels=labels,
-                              corrected_weight=corrected_weight, neighbour_weight=neighbour_weight))
+    turn, (1 − b) · m + b · logit(neighbour_rates), b = ``neighbour_weight``; with a
+    ``cooccurrence_weight`` c, plus c · :func:`cooccurrence_lift` of the given ``labels``. "auto" weights
+    are chosen together by :func:`choose_prior_weights` from the given ``labels`` (then required, (n, L)
+    0/1); None leaves the co-occurrence out."""
+    return expit(_prior_logit(pred_probs, corrected, neighbour_rates, labels=labels, corrected_weight=corrected_weight,
+                              neighbour_weight=neighbour_weight, cooccurrence_weight=cooccurrence_weight))
+
+
+def _weight_grid(name: str, weight: float | str, grid: tuple[float, ...]) -> tuple[float, ...]:
+    if weight == "auto":
+        return grid
+    if isinstance(weight, str) or not 0.0 <= float(weight) <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1] or 'auto', got {weight!r}")
+    return (float(weight),)
 
 
 def _prior_logit(pred_probs: np.ndarray, corrected: np.ndarray, neighbour_rates: np.ndarray | None, *,
                  labels: np.ndarray | None, corrected_weight: float = CORRECTED_WEIGHT,
-                 neighbour_weight: float | str = "auto", model_logit: np.ndarray | None = None) -> np.ndarray:
+                 neighbour_weight: float | str = "auto", cooccurrence_weight: float | str | None = None,
+                 model_logit: np.ndarray | None = None) -> np.ndarray:
     """The logit of :func:`label_prior` (n, L); ``model_logit``: its blend without the neighbours, when the
     caller has it (:func:`review`)."""
-    if neighbour_weight != "auto" and (isinstance(neighbour_weight, str) or not 0.0 <= float(neighbour_weight) <= 1.0):
-        raise ValueError(f"neighbour_weight must be a number in [0, 1] or 'auto', got {neighbour_weight!r}")
-    if neighbour_weight == "auto" and neighbour_rates is not None and labels is None:
-        raise ValueError("label_prior needs the given labels to choose neighbour_weight='auto'")
+    b_grid = _weight_grid("neighbour_weight", neighbour_weight, NEIGHBOUR_WEIGHTS)
+    c_grid = (0.0,) if cooccurrence_weight is None else _weight_grid(
+        "cooccurrence_weight", cooccurrence_weight, COOCCURRENCE_WEIGHTS)
+    if neighbour_rates is None:
+        b_grid = (0.0,)
+    if labels is None and (len(b_grid) > 1 or cooccurrence_weight is not None):
+        what = "the co-occurrence" if cooccurrence_weight is not None else "neighbour_weight='auto'"
+        raise ValueError(f"label_prior needs the given labels for {what}")
     mixed = model_logit
     if mixed is None:
         mixed = (1 - corrected_weight) * _clipped_logit(pred_probs) + corrected_weight * _clipped_logit(corrected)
-    if neighbour_rates is None:
-        return mixed
-    neighbours = _clipped_logit(neighbour_rates)
-    if neighbour_weight == "auto":
-        b = _choose_neighbour_weight(labels, mixed, neighbour_rates, neighbours)  # type: ignore[arg-type]
-    else:
-        b = float(neighbour_weight)
-    return (1 - b) * mixed + b * neighbours
+    neighbours = None if neighbour_rates is None else _clipped_logit(neighbour_rates)
+    lift = None if cooccurrence_weight is None else cooccurrence_lift(labels)  # type: ignore[arg-type]
+    b, c = _choose_weights(labels, mixed, neighbours, lift, b_grid, c_grid)  # type: ignore[arg-type]
+    out = mixed if neighbours is None or b == 0.0 else (1 - b) * mixed + b * neighbours
+    return out if lift is None or c == 0.0 else out + c * lift
 
 
 def _source_chunks(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray):
@@ -287,23 +367,28 @@ def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray) 
 
 
 def label_posterior(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray,
-                    neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE) -> np.ndarray:
+                    neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE,
+                    cooccurrence: bool = True) -> np.ndarray:
     """P(y = 1 | x, ŷ = labels) (n, L) from the out-of-fold ``pred_probs``, LSNPC's ``corrected``
     probabilities and the neighbours' ``neighbour_rates`` (all (n, L); the last optional): the channel of
-    :func:`swap_transition` over the prior of :func:`label_prior`."""
+    :func:`swap_transition` over the prior of :func:`label_prior`, with the row's other labels'
+    :func:`cooccurrence_lift` unless ``cooccurrence=False`` (weights chosen by the likelihood)."""
     transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
-    return swap_posterior(labels, label_prior(pred_probs, corrected, neighbour_rates, labels=labels), transition)
+    prior = label_prior(pred_probs, corrected, neighbour_rates, labels=labels,
+                        cooccurrence_weight="auto" if cooccurrence else None)
+    return swap_posterior(labels, prior, transition)
 
 
 def label_quality(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray,
                   neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE,
-                  self_confidence_weight: float = SELF_CONFIDENCE_WEIGHT) -> np.ndarray:
+                  self_confidence_weight: float = SELF_CONFIDENCE_WEIGHT, cooccurrence: bool = True) -> np.ndarray:
     """How likely each given label is right (n, L) in [0, 1]; low = likely wrong.
 
     The logit blend of the posterior's P(y = given) (:func:`label_posterior`, weight 1 − w) and the
     model's own P(y = given) from ``pred_probs`` (w = ``self_confidence_weight``).
     """
-    posterior = label_posterior(labels, pred_probs, corrected, neighbour_rates, noise_rate=noise_rate)
+    posterior = label_posterior(labels, pred_probs, corrected, neighbour_rates, noise_rate=noise_rate,
+                                cooccurrence=cooccurrence)
     return _quality(labels, pred_probs, posterior, self_confidence_weight)
 
 
@@ -325,13 +410,15 @@ def label_correction(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.n
 
 def review(labels: np.ndarray, pred_probs: np.ndarray, corrected: np.ndarray,
            neighbour_rates: np.ndarray | None = None, *, noise_rate: float = NOISE_RATE,
-           self_confidence_weight: float = SELF_CONFIDENCE_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
-    """(:func:`label_quality` (n, L) with ``neighbour_rates``, :func:`label_correction` (n, L) without them),
-    the same numbers as the two calls, from one channel T and one logit blend of the model's
-    probabilities (each call estimates both again: 1 s of a 19 s review on delicious)."""
+           self_confidence_weight: float = SELF_CONFIDENCE_WEIGHT, cooccurrence: bool = True
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`label_quality` (n, L) with ``neighbour_rates`` and the co-occurrence, :func:`label_correction`
+    (n, L) without either), the same numbers as the two calls, from one channel T and one logit blend of
+    the model's probabilities (each call estimates both again: 1 s of a 19 s review on delicious)."""
     transition = swap_transition(labels, pred_probs, noise_rate=noise_rate)
     model = _prior_logit(pred_probs, corrected, None, labels=labels)
     suggested = swap_relabel(labels, expit(model), transition)
-    prior = expit(_prior_logit(pred_probs, corrected, neighbour_rates, labels=labels, model_logit=model))
+    prior = expit(_prior_logit(pred_probs, corrected, neighbour_rates, labels=labels, model_logit=model,
+                               cooccurrence_weight="auto" if cooccurrence else None))
     scores = _quality(labels, pred_probs, swap_posterior(labels, prior, transition), self_confidence_weight)
     return scores, suggested
