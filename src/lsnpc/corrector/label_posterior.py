@@ -240,12 +240,14 @@ def cooccurrence_lift(labels: np.ndarray, *, smoothing: float = COOCCURRENCE_SMO
     r[i, k] is the mean over the row's other given positives j of P(k | j), counted over the other rows
     (row i itself left out) with ``smoothing`` rows at k's overall rate π_k added to each count; the lift
     is logit(max(r, π_k)) − logit(π_k). It is zero where the row has no given label besides k and where
-    the row's labels go with k no more often than chance. It is never negative: on data whose rows carry one label
-    (scene), the wrong label that replaced a true one never co-occurs with it, and a lift allowed to be
-    negative ranked the missing true label *down* (README, label issues). Labels in the rows of a
-    tag-like data set go together (delicious: 19 a row), and there the lift finds the missing ones.
+    the row's labels go with k no more often than chance. It is never negative: on data whose rows carry
+    one label (scene), the wrong label that replaced a true one never co-occurs with it, and a lift
+    allowed to be negative ranked the missing true label *down* (README, label issues). Labels in the
+    rows of a tag-like data set go together (delicious: 19 a row), and there the lift finds the missing
+    ones.
 
-    Time and memory: two products of the (sparse) labels with an (L, L) matrix; the output is dense.
+    Time and memory: two products of the (sparse) labels with (L, L) float64 matrices (8 L² bytes each:
+    7.7 MB for delicious' 983 labels, 800 MB for 10,000); the output is dense (n, L).
     """
     given = np.asarray(labels, dtype=np.float64)
     n, n_labels = given.shape

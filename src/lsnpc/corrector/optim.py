@@ -186,7 +186,7 @@ class TrainStep:
         """``autograd=False`` says that ``gradient`` needs no autograd (it writes the gradient itself,
         as :class:`~lsnpc.corrector.backprop.NoisyBatchStep` does): on the CPU the whole step then runs
         in ``torch.inference_mode``, where each operation skips autograd's dispatch layers (the same
-        kernels, the same numbers; 6% off a batch-32 step, README "Speed")."""
+        kernels, the same numbers; 4–9% off a batch-32 step, README "Speed")."""
         self.optimizer, self.gradient, self.clip = optimizer, gradient, clip
         self.on_gpu = device.type == "cuda"
         self._inference = not autograd and not self.on_gpu
