@@ -311,6 +311,34 @@ def test_the_cooccurrence_lift_finds_missing_tags() -> None:
         label_prior(P, P, labels=given, cooccurrence_weight=2.0)
 
 
+def test_the_label_methods_choose_the_prior_weights_on_the_correctors_threads(monkeypatch) -> None:
+    """The prior's weights are chosen with torch: inside LSNPC's label methods on ``n_threads`` threads
+    (as its fit and prediction), and the caller's setting is back afterwards."""
+    from lsnpc.corrector import label_posterior
+
+    seen: list[int] = []
+    choose = label_posterior._choose_weights
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return choose(*args, **kwargs)
+
+    monkeypatch.setattr(label_posterior, "_choose_weights", recording)
+    X, Y = make_toy_multilabel(n=120, seed=4)
+    P = np.clip(0.6 * Y + 0.2 + np.random.default_rng(4).normal(0, 0.1, Y.shape), 0.01, 0.99).astype(np.float32)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        corrector = LSNPC(random_state=0, **FAST).fit(X, P)
+        corrector.review_labels(X, Y, P)
+        corrector.label_quality_scores(X, Y, P)
+        corrector.label_posterior(X, Y, P)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(previous)
+    assert seen and set(seen) == {1}
+
+
 # ----------------------------------------------------------------------------- end to end on real data
 
 

@@ -548,12 +548,16 @@ class LSNPC(BaseEstimator):
         The functions ``lsnpc.label_quality_scores`` etc. fit ``LSNPC(student=False, guard=False)``: the
         plain correction, as cheap and as good here.
         """
-        return label_posterior(*self._label_inputs(X, labels, pred_probs))
+        inputs = self._label_inputs(X, labels, pred_probs)
+        with num_threads(self.n_threads):  # the prior's weights are chosen with torch
+            return label_posterior(*inputs)
 
     def label_quality_scores(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
         """How likely each given label is right (n, L) in [0, 1]; low = likely wrong: the posterior's
         P(true label = given) blended with ``pred_probs``' own (``label_posterior.label_quality``)."""
-        return label_quality(*self._label_inputs(X, labels, pred_probs))
+        inputs = self._label_inputs(X, labels, pred_probs)
+        with num_threads(self.n_threads):
+            return label_quality(*inputs)
 
     def correct_labels(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:
         """(n, L) 0/1 int64: the suggested labels. Each given positive is replaced by the label it most
@@ -577,7 +581,8 @@ class LSNPC(BaseEstimator):
         :meth:`correct_labels` and :meth:`find_label_issues` (which each compute the correction again).
         ``lsnpc label-issues`` uses it."""
         given, P, corrected, rates = self._label_inputs(X, labels, pred_probs)
-        scores, suggested = review(given, P, corrected, rates)
+        with num_threads(self.n_threads):
+            scores, suggested = review(given, P, corrected, rates)
         return {"scores": scores, "suggested": suggested, "issues": suggested != given}
 
     # ------------------------------------------------------------------ persistence
