@@ -285,6 +285,29 @@ def test_cooccurrence_lift_follows_its_definition() -> None:
     assert (lift >= 0).all() and (lift[0] == 0).all() and lift[1, 0] == 0 and (lift[1] > 0).any()
 
 
+def test_the_prior_weights_are_the_best_pair_on_the_grid() -> None:
+    """choose_prior_weights bisects over the lift's weight (the loss is convex in it); the pair it returns
+    is the one an exhaustive search of the grid finds, on problems whose best weight sits inside the grid,
+    at its edge and at zero."""
+    from lsnpc.corrector.label_posterior import COOCCURRENCE_WEIGHTS, NEIGHBOUR_WEIGHTS
+
+    rng = np.random.default_rng(9)
+    chosen = []
+    for scale, also_wrong in ((0.0, 0.0), (1.0, 0.25), (0.4, 0.0)):  # best c: 0, inside (0.5), the edge (3)
+        true = (rng.random((400, 6)) < 0.3).astype(np.int64)
+        given, _ = simulate_noise(true, "symmetric", 0.3, random_state=1)
+        model = logit(np.clip(0.3 * true + 0.35 + 0.1 * rng.standard_normal(true.shape), 0.02, 0.98))
+        neighbours = logit(np.clip(0.2 * given + 0.4 + 0.1 * rng.standard_normal(true.shape), 0.02, 0.98))
+        # a lift on the given positives, and (misleading) on a share of the given negatives
+        lift = scale * np.abs(rng.standard_normal(true.shape)) * ((given == 1) | (rng.random(true.shape) < also_wrong))
+        losses = {(b, c): np.logaddexp(0.0, np.where(given == 1, -1, 1) * ((1 - b) * model + b * neighbours
+                                                                          + c * lift)).mean()
+                  for b in NEIGHBOUR_WEIGHTS for c in COOCCURRENCE_WEIGHTS}
+        chosen.append(choose_prior_weights(given, model, neighbours, lift))
+        assert chosen[-1] == min(losses, key=losses.get)
+    assert [c for _, c in chosen] == [0.0, 0.5, COOCCURRENCE_WEIGHTS[-1]]
+
+
 def test_the_cooccurrence_lift_finds_missing_tags() -> None:
     """Tag-like labels (groups that go together) with a third of the positives swapped away: the lift
     raises the swapped-away member of a row's group and nothing outside the group, and the scores with it
