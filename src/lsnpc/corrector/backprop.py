@@ -85,7 +85,8 @@ class _Linear:
     the bias gradient as a matrix-vector product. At batch 32 cuBLAS serves ``addmm``'s bias epilogue
     with a split-K kernel, a memset and a scaling pass (13–17 µs a layer on an H100, against 7–11 for
     ``mm`` and an add), and the sum's reduction kernel takes 3.3 µs against 1.8 for ``mv`` (measured in
-    CUDA graphs: ``benchmarks/bench_gpu_kernels.py``; README "Speed"). The results differ from the CPU's formulas by float rounding only.
+    CUDA graphs: ``benchmarks/bench_gpu_kernels.py``; README "Speed"). The results differ from the CPU's
+    formulas by float rounding only.
     """
 
     def __init__(self, linear: nn.Linear, ones: _Ones | None = None) -> None:

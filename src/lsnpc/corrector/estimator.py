@@ -565,8 +565,8 @@ class LSNPC(BaseEstimator):
 
         The prior here leaves the neighbours and the co-occurrences out: they rank better but decide
         worse — the rate at which neighbours were given a label is a rate of *noisy* labels, and with it
-        fewer wrong labels moved (relabelled retraining on scene and yeast −0.3 micro-F1 on average; README, label
-        issues)."""
+        fewer wrong labels moved (relabelled retraining on scene and yeast −0.3 micro-F1 on average;
+        README, label issues)."""
         return label_correction(*self._label_inputs(X, labels, pred_probs, neighbours=False))
 
     def find_label_issues(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:

@@ -16,10 +16,10 @@ points of mean gain at 30–50% noise; confirmed on tmc2007-500, bibtex and deli
 on the choose sets, the strictest level within 1 point of ½'s mean gain that meets the bar there — 0.4
 (+10.80 / +12.78 against +10.92 / +13.03, worst +0.10, worst at 0% −0.06; 0.3 cost 1.1 macro); the
 confirm sets could only veto it, and it met the bar there too: mean +5.57 / +3.24, worst +0.02, worst
-at 0% +0.00. Demanding evidence that the output *wins* instead ("win@½" in the bench) did no better. The guard before both
-demanded evidence that the correction was *not worse* and handed back the base model or a timid blend in
-many noisy settings (on the correction alone it cut the mean gain at 30–50% noise from +9.7 / +12.2 to
-+7.9 / +10.0; README, "Correction quality").
+at 0% +0.00. Demanding evidence that the output *wins* instead ("win@½" in the bench) did no better.
+The guard before both demanded evidence that the correction was *not worse* and handed back the base
+model or a timid blend in many noisy settings (on the correction alone it cut the mean gain at 30–50%
+noise from +9.7 / +12.2 to +7.9 / +10.0; README, "Correction quality").
 
 **Without clean labels** (:func:`decide_without_validation`) nothing can be tested, so the base weight
 is a fixed prior (``base_weight``, ⅓ by default). Chosen on scene, yeast and synthetic (same bench):

@@ -35,6 +35,8 @@ destinations. The measurements behind these choices are in the README (label iss
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -226,27 +228,30 @@ def _choose_weights(labels: np.ndarray, model_logits: np.ndarray, neighbour_logi
     best = (np.inf, b_grid[0], c_grid[0])
     for b in b_grid:
         mixed = model if neighbours is None or b == 0.0 else torch.lerp(model, neighbours, b)
-        losses: dict[int, float] = {}
 
-        def loss_at(i: int, mixed: torch.Tensor = mixed, losses: dict[int, float] = losses) -> float:
-            if i not in losses:
-                c = c_grid[i]
-                signed = mixed if raise_ is None or c == 0.0 else mixed + c * raise_
-                losses[i] = float(torch.nn.functional.softplus(signed, threshold=50.0).mean())
-            return losses[i]
+        @functools.cache
+        def loss(i: int, mixed: torch.Tensor = mixed) -> float:
+            signed = mixed if raise_ is None or c_grid[i] == 0.0 else mixed + c_grid[i] * raise_
+            return float(torch.nn.functional.softplus(signed, threshold=50.0).mean())
 
-        # the loss is convex in c (a logistic loss of a logit affine in c): the first grid point where it
-        # stops falling is the first minimum, found by bisection (5 steps for 31 points, not 31 losses)
-        lo, hi = 0, len(c_grid) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if loss_at(mid + 1) < loss_at(mid):
-                lo = mid + 1
-            else:
-                hi = mid
-        if loss_at(lo) < best[0]:
-            best = (loss_at(lo), b, c_grid[lo])
+        i = _first_minimum(loss, len(c_grid))
+        if loss(i) < best[0]:
+            best = (loss(i), b, c_grid[i])
     return best[1], best[2]
+
+
+def _first_minimum(loss: Callable[[int], float], n: int) -> int:
+    """The first minimum of a convex sequence loss(0), …, loss(n − 1), by bisection on where it stops
+    falling (5 steps for 31 points, not 31 losses). The prior's loss is convex in the lift's weight: a
+    logistic loss of a logit affine in it."""
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if loss(mid + 1) < loss(mid):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def cooccurrence_lift(labels: np.ndarray, *, smoothing: float = COOCCURRENCE_SMOOTHING) -> np.ndarray:

@@ -203,10 +203,7 @@ class TrainStep:
     def __call__(self, *inputs: torch.Tensor, lr: float) -> None:
         self.calls += 1
         if not self.on_gpu:
-            if self._inference:
-                with torch.inference_mode():
-                    self._body(inputs, lr)
-            else:
+            with torch.inference_mode(self._inference):  # False: as the caller runs (autograd on)
                 self._body(inputs, lr)
             return
         self._lr.fill_(lr)  # type: ignore[union-attr]
