@@ -15,6 +15,13 @@ Rules with validation:
   win@q    take a candidate only if it beats the base model (mean of micro and macro) in ≥ q of them
   prior-first@q  start from the no-label prior ⅓: take w = 0 only if it beats the base model in ≥ q of
            the resamples and does not lose in ≥ ½; else ⅓, ½, 1, the first that does not lose in ≥ ½
+  discord@k  the library's since 2026-11-26 (k = 3): loss@0.4, except that when output and base model
+           decide differently on fewer than k validation entries, the no-label rule on the training rows
+           (⅓, or 1 for a collapse) decides
+  discord-base@k  the same, handing back the base model instead
+  thin@N   the no-label rule whenever the validation set has fewer than N rows, else loss@0.4
+  thin-first@N  below N rows the candidates ⅓, ½, 1 under loss@0.4 (and the collapse check), else loss@0.4
+  collapse+loss@0.4  loss@0.4, but w = 1 whenever the no-label collapse check refuses the output
 Rules without: prior@b (b the base weight).
 
     python benchmarks/bench_guard.py --datasets scene yeast synthetic --train-sizes 500 1500 --out guard.jsonl
@@ -39,10 +46,13 @@ WIN_LEVELS = (0.5, 0.6)
 PRIOR_FIRST_LEVELS = (0.6, 0.75, 0.9)
 PRIORS = (0.0, 0.25, 1 / 3, 0.4, 0.5)
 CANDIDATES = (0.0, 1 / 3, 0.5, 1.0)
+THIN_ROWS = (20, 30, 50, 100)
+DISCORD = (3, 5, 10, 20)
 
 
-def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int) -> dict[str, float]:
-    """The base weight each validation rule picks."""
+def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int,
+                  collapse_w: float) -> dict[str, float]:
+    """The base weight each validation rule picks (``collapse_w``: the no-label rule's on the training rows)."""
     from lsnpc.corrector.guard import _counts, f1_from_counts
 
     n = len(y_val)
@@ -66,6 +76,17 @@ def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed:
             picks[f"prior-first@{q:g}"] = 0.0
         else:
             picks[f"prior-first@{q:g}"] = next((w for w in CANDIDATES[1:-1] if loss[w] < 0.5), 1.0)
+    picks["collapse+loss@0.4"] = 1.0 if collapse_w == 1.0 else picks["loss@0.4"]
+    for rows in THIN_ROWS:
+        picks[f"thin@{rows}"] = collapse_w if n < rows else picks["loss@0.4"]
+        picks[f"thin-first@{rows}"] = (
+            1.0 if collapse_w == 1.0 else next((w for w in CANDIDATES[1:-1] if loss[w] < 0.4), 1.0)
+        ) if n < rows else picks["loss@0.4"]
+    discordant = int(((output >= 0.5) != (base >= 0.5)).sum())
+    for k in DISCORD:
+        picks[f"discord@{k}"] = collapse_w if discordant < k else picks["loss@0.4"]
+        picks[f"discord-base@{k}"] = 1.0 if discordant < k else picks["loss@0.4"]
+    picks["n_discordant"] = discordant
     return picks
 
 
@@ -97,7 +118,10 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
     if "val" in modes:
         model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         out_val, out_test = model.predict_proba(X[v0], P_v0), model.predict_proba(Xt, P_te)
-        for rule, w in _rule_weights(Y[v0], out_val, P_v0, model.predict_seed_).items():
+        collapse_w = decide_without_validation(model.predict_proba(X[tr], P_tr), P_tr, base_weight=1 / 3).base_weight
+        picks = _rule_weights(Y[v0], out_val, P_v0, model.predict_seed_, collapse_w)
+        out["n_discordant"] = picks.pop("n_discordant")
+        for rule, w in picks.items():
             out["val"][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
     if "noval" not in modes:
         out["seconds"] = time.perf_counter() - started

@@ -61,6 +61,23 @@ def test_without_clean_labels_selects_on_noisy_elbo(problem: dict[str, np.ndarra
     assert model.guard_.base_weight in (pytest.approx(LSNPC().guard_base_weight), 1.0)
 
 
+def test_a_validation_set_too_small_to_test_defers_to_the_no_label_rule(problem: dict[str, np.ndarray]) -> None:
+    """Two validation rows of one label can hold at most two entries where output and base differ: the
+    guard cannot test them and takes the no-label decision on the training rows (tested in the guard's
+    own tests for its rule; here that the estimator hands it the training rows' output)."""
+    from lsnpc.corrector.guard import decide_without_validation
+
+    X, Y, P = problem["X"], problem["Y"][:, :1], problem["P"][:, :1]
+    model = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200], X_val=X[200:202], y_val=Y[200:202],
+                                              pred_probs_val=P[200:202])
+    guard = model.guard_
+    assert guard.mode == "validation" and guard.n_val == 2 and guard.untestable and guard.n_discordant <= 2
+    expected = decide_without_validation(model._output(X[:200], P[:200]), P[:200], base_weight=1 / 3)
+    assert guard.blend == expected.blend and guard.refused == expected.refused
+    assert guard.kept_base_positives == expected.kept_base_positives
+    assert "cannot test it" in guard.summary()
+
+
 @pytest.mark.parametrize("latent", ["gauss", "learned"])
 def test_ablation_families_train_without_nan(problem: dict[str, np.ndarray], latent: str) -> None:
     X, Y, P = problem["X"], problem["Y"], problem["P"]

@@ -119,6 +119,44 @@ def test_thin_evidence_is_reported() -> None:
     assert not _decide(y_big, base_big, base_big).evidence_thin
 
 
+def test_an_output_validation_cannot_test_is_left_to_the_no_label_rule() -> None:
+    """Output and base model differ on two validation entries: the bootstrap cannot weigh anything, so the
+    ``untestable`` callback (the no-label rule) decides — even though the output wins on those entries."""
+    y = _labels(15, 20, seed=9)
+    base = np.where(y == 1, 0.6, 0.4).astype(float)
+    base[:5] = 0.1  # wrong on the first five rows' positives
+    output = base.copy()
+    wins = np.argwhere(y[:5] == 1)[:2]
+    output[tuple(wins.T)] = 0.9  # right on two of them: the only entries where the two decide differently
+    prior = decide_without_validation(output, base, base_weight=0.25)
+    decision = decide_with_validation(y, output, base, confidence=0.4, rng=np.random.default_rng(0),
+                                      untestable=lambda: prior)
+    assert decision.untestable and decision.n_discordant == 2 and decision.mode == "validation"
+    assert decision.base_weight == 0.25 and decision.reason == prior.reason
+    assert decision.val_output_micro_f1 > decision.val_base_micro_f1
+    chosen = (0.75 * output + 0.25 * base) >= 0.5
+    assert decision.val_chosen_micro_f1 == pytest.approx(f1_score(y, chosen, average="micro", zero_division=0))
+    assert decision.val_chosen_macro_f1 == pytest.approx(f1_score(y, chosen, average="macro", zero_division=0))
+    assert "cannot test it" in decision.summary() and "on 2 entries" in decision.summary()
+    # without the callback the bootstrap's decision stands, and it is recorded as testable evidence
+    plain = decide_with_validation(y, output, base, confidence=0.4, rng=np.random.default_rng(0))
+    assert plain.base_weight == 0.0 and plain.untestable is False and plain.n_discordant == 2
+    assert GuardDecision.from_dict(json.loads(json.dumps(decision.to_dict()))) == decision
+
+
+def test_three_discordant_entries_are_tested_not_left_to_the_prior() -> None:
+    y = _labels(15, 20, seed=9)
+    base = np.where(y == 1, 0.6, 0.4).astype(float)
+    output = _flip(base, np.array([[0, 0], [1, 1], [2, 2]]))  # three entries made wrong
+
+    def never() -> GuardDecision:
+        raise AssertionError("the no-label rule must not be asked with three discordant entries")
+
+    decision = decide_with_validation(y, output, base, confidence=0.4, rng=np.random.default_rng(0), untestable=never)
+    assert decision.n_discordant == 3 and not decision.untestable
+    assert decision.base_weight == 1.0  # the output only loses there
+
+
 def test_without_labels_a_plausible_output_gets_the_prior_weight() -> None:
     rng = np.random.default_rng(7)
     base = rng.uniform(size=(500, 6))
@@ -163,6 +201,8 @@ def test_the_decision_round_trips_through_json() -> None:
         (lambda d: d.update(val_base_micro_f1="0.7"), r"guard_\.val_base_micro_f1"),
         (lambda d: d.update(reason=3), r"guard_\.reason"),
         (lambda d: d.update(n_val=0), r"guard_\.n_val"),
+        (lambda d: d.update(n_discordant=-1), r"guard_\.n_discordant"),
+        (lambda d: d.update(untestable=1), r"guard_\.untestable"),
         (lambda d: d.update(gain_interval_90=[0.1]), r"guard_\.gain_interval_90"),
         (lambda d: d.update(cardinality_ratio=-1), r"guard_\.cardinality_ratio"),
         (lambda d: d.update(evidence_thin="no"), r"guard_\.evidence_thin"),

@@ -123,9 +123,10 @@ class LSNPC(BaseEstimator):
     guard : bool
         Mix the base model back in: output = (1 − w) · LSNPC + w · base. With clean validation labels
         w is the first of 0, ½, 1 that does not lose micro- or macro-F1 to the base model in
-        ``guard_confidence`` of 500 bootstrap resamples of the validation set; without them
-        w = ``guard_base_weight``, or 1 when the output is implausible on the training rows (a
-        collapse); see :mod:`lsnpc.corrector.guard` and ``guard_``. False: w = 0.
+        ``guard_confidence`` of 500 bootstrap resamples of the validation set; without them (or when
+        output and base model differ on fewer than 3 validation entries, which the validation set
+        cannot test) w = ``guard_base_weight``, or 1 when the output is implausible on the training rows
+        (a collapse); see :mod:`lsnpc.corrector.guard` and ``guard_``. False: w = 0.
     guard_confidence : float in (0, 1]
         Share of bootstrap resamples in which a candidate must lose to the base model to be passed over
         (0.4: when it loses in two resamples of five; 0.5 would wait until it loses more often than not).
@@ -406,15 +407,18 @@ class LSNPC(BaseEstimator):
         """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`)."""
         if not self.guard:
             return GuardDecision.skipped("guard=False")
+        def without_labels() -> GuardDecision:
+            return decide_without_validation(
+                self._output(X, P, corrected_train), P, base_weight=float(self.guard_base_weight)
+            )
+
         if val is not None:
             X_val, y_val, p_val = val
             return decide_with_validation(
                 y_val, self._output(X_val, p_val), p_val, confidence=float(self.guard_confidence),
-                rng=np.random.default_rng(self.predict_seed_),
+                rng=np.random.default_rng(self.predict_seed_), untestable=without_labels,
             )
-        return decide_without_validation(
-            self._output(X, P, corrected_train), P, base_weight=float(self.guard_base_weight)
-        )
+        return without_labels()
 
     # ------------------------------------------------------------------ predict
     def _check_predict_input(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
