@@ -407,6 +407,7 @@ class LSNPC(BaseEstimator):
         """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`)."""
         if not self.guard:
             return GuardDecision.skipped("guard=False")
+
         def without_labels() -> GuardDecision:
             return decide_without_validation(
                 self._output(X, P, corrected_train), P, base_weight=float(self.guard_base_weight)

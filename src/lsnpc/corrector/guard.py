@@ -81,7 +81,8 @@ class GuardDecision:
         LSNPC's share of what ``predict_proba`` returns, blend · LSNPC + (1 − blend) · base, i.e.
         1 − the base weight w; 1.0 when the guard did not run, 0.0 when it hands back the base model.
     reason : str or None
-        Why the guard did not run, or (without validation labels) what its weight rests on.
+        Why the guard did not run, or (without validation labels, or ``untestable``) what its weight
+        rests on.
     mode : {"validation", "no validation labels"} or None
         Which evidence the guard had.
     confidence : float or None
