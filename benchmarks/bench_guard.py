@@ -11,7 +11,8 @@ Protocol as ``bench_quality.py`` (canonical splits, n training rows, the paper's
   on the training rows (``decide_without_validation``), gives the test output.
 
 Rules with validation:
-  loss@c   the library's bootstrap test (its whole rule until 2026-11-26): pass over a candidate that loses micro- or macro-F1 in ≥ c of the resamples
+  loss@c   the library's bootstrap test (its whole rule until 2026-11-26): pass over a candidate that
+           loses micro- or macro-F1 in ≥ c of the resamples
   win@q    take a candidate only if it beats the base model (mean of micro and macro) in ≥ q of them
   prior-first@q  start from the no-label prior ⅓: take w = 0 only if it beats the base model in ≥ q of
            the resamples and does not lose in ≥ ½; else ⅓, ½, 1, the first that does not lose in ≥ ½
