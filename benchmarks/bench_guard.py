@@ -23,6 +23,8 @@ Rules with validation:
   thin@N   the no-label rule whenever the validation set has fewer than N rows, else loss@0.4
   thin-first@N  below N rows the candidates ⅓, ½, 1 under loss@0.4 (and the collapse check), else loss@0.4
   collapse+loss@0.4  loss@0.4, but w = 1 whenever the no-label collapse check refuses the output
+  discord@3+mean@c  discord@3 with a candidate passed over when the mean of its micro- and macro-F1
+           loses to the base model's in ≥ c of the resamples (instead of either of them losing)
 Rules without: prior@b (b the base weight).
 
     python benchmarks/bench_guard.py --datasets scene yeast synthetic --train-sizes 500 1500 --out guard.jsonl
@@ -49,6 +51,7 @@ PRIORS = (0.0, 0.25, 1 / 3, 0.4, 0.5)
 CANDIDATES = (0.0, 1 / 3, 0.5, 1.0)
 THIN_ROWS = (20, 30, 50, 100)
 DISCORD = (3, 5, 10, 20)
+LOSS_MEAN_LEVELS = (0.3, 0.4, 0.5)
 
 
 def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int,
@@ -61,10 +64,11 @@ def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed:
     weights = np.vstack([np.ones((1, n)), rng.multinomial(n, np.full(n, 1.0 / n), size=500)])
     scores = {w: f1_from_counts(*_counts(y_val, ((1 - w) * output + w * base) >= 0.5, weights)) for w in CANDIDATES}
     base_micro, base_macro = (s[1:] for s in scores[1.0])
-    loss, win = {}, {}
+    loss, loss_mean, win = {}, {}, {}
     for w in CANDIDATES[:-1]:
         micro, macro = (s[1:] for s in scores[w])
         loss[w] = float(((micro < base_micro - 1e-12) | (macro < base_macro - 1e-12)).mean())
+        loss_mean[w] = float(((micro + macro) < (base_micro + base_macro) - 1e-12).mean())
         win[w] = float(((micro + macro) > (base_micro + base_macro) + 1e-12).mean())
     library = (0.0, 0.5)  # the library's candidates before the base model
     picks = {}
@@ -87,6 +91,10 @@ def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed:
     for k in DISCORD:
         picks[f"discord@{k}"] = collapse_w if discordant < k else picks["loss@0.4"]
         picks[f"discord-base@{k}"] = 1.0 if discordant < k else picks["loss@0.4"]
+    for c in LOSS_MEAN_LEVELS:
+        picks[f"discord@3+mean@{c:g}"] = (
+            collapse_w if discordant < 3 else next((w for w in library if loss_mean[w] < c), 1.0)
+        )
     picks["n_discordant"] = discordant
     return picks
 

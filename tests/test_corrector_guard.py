@@ -102,6 +102,7 @@ def test_the_summary_says_what_the_output_is_and_why() -> None:
     worse = _decide(y, 1 - base, base).summary()
     assert worse.startswith("the base model's probabilities") and "w = 0: 100%, w = 0.5: 100%" in worse
     assert "passed over at 75%" in worse
+    assert f"decide differently on {y.size} validation entries" in worse  # 1 − base flips every decision
     kept = _decide(y, np.clip(0.8 * y + 0.1, 0, 1), np.clip(0.5 * y + 0.25, 0, 1)).summary()
     assert kept.startswith("LSNPC's output;") and "w = 0: 0%" in kept
     prior = decide_without_validation(base, base, base_weight=0.25).summary()

@@ -155,6 +155,8 @@ class GuardDecision:
             support = ", ".join(f"w = {k:g}: {v:.0%}" for k, v in (self.loss_support or {}).items())
             line = (f"{what}; share of {_N_BOOT} bootstrap resamples of {self.n_val} validation rows in which "
                     f"a candidate lost to the base model: {support} (passed over at {self.confidence:.0%})")
+            if self.n_discordant is not None:
+                line += f"; the two decide differently on {self.n_discordant} validation entries"
             if self.evidence_thin:
                 line += "; thin evidence: the validation set cannot tell apart differences of a few F1 points"
             return line
