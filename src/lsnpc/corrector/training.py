@@ -302,7 +302,7 @@ def train_latent_shift_model(
         noisy_gradient = _noisy_gradient(model, optimizer, X, P, config, device)
         noisy_step = TrainStep(
             optimizer, noisy_gradient, clip=_NOISY_CLIP, n_values=3, device=device,
-            autograd=not isinstance(noisy_gradient, _HandwrittenRows) or noisy_gradient.needs_autograd,
+            autograd=getattr(noisy_gradient, "needs_autograd", True),  # autograd's own gradient has no flag
         )
         clean_step = None
         if data.clean is not None:
