@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -67,8 +68,51 @@ def make_corrector(method: str, seed: int, trunk):
     raise ValueError(f"unknown method {method!r}")
 
 
+def parse_variant(spec: str) -> tuple[str, dict[str, float]]:
+    """``"name"`` or ``"name[key=value,...]"``: the data set and its variant's options (numbers).
+
+    ``synthetic[...]`` passes the options to :func:`lsnpc.data.make_synthetic` (``n_labels=45,
+    max_frequency=0.1``: another generated problem); any other set takes ``top=K``, its K labels most
+    frequent in the training split (a smaller label space on the same features). Variants give data
+    configurations no default was chosen on, to look for failures before users do."""
+    match = re.fullmatch(r"([\w.-]+)(?:\[(.*)\])?", spec)
+    if match is None:
+        raise ValueError(f"dataset {spec!r}: expected NAME or NAME[key=value,...]")
+    name, body = match.group(1), match.group(2)
+    options: dict[str, float] = {}
+    for item in filter(None, (body or "").split(",")):
+        key, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+        if not sep or number is None or not key.strip():
+            raise ValueError(f"dataset {spec!r}: option {item!r} is not key=number")
+        options[key.strip()] = int(number) if number.is_integer() and "." not in value else number
+    if name != "synthetic" and set(options) - {"top"}:
+        raise ValueError(f"dataset {spec!r}: a real data set takes only top=K, got {sorted(options)}")
+    if "top" in options and (not isinstance(options["top"], int) or options["top"] < 1):
+        raise ValueError(f"dataset {spec!r}: top must be a positive integer")
+    return name, options
+
+
 def load_arrays(dataset: str, home: str, text_pool: int, feature_cache: str | None):
-    """(X_train, Y_train, X_test, Y_test) of the canonical splits; text sets encoded with MiniLM."""
+    """(X_train, Y_train, X_test, Y_test) of the canonical splits; text sets encoded with MiniLM.
+    ``dataset`` may name a variant (:func:`parse_variant`)."""
+    name, options = parse_variant(dataset)
+    if name == "synthetic" and options:
+        from lsnpc.data import make_synthetic
+
+        parts = make_synthetic(**options)
+        return tuple(np.asarray(a) for part in (parts["train"], parts["test"]) for a in (part.X, part.Y))
+    X, Y, Xt, Yt = _load_named(name, home, text_pool, feature_cache)
+    if "top" in options:
+        keep = np.sort(np.argsort(-Y.sum(0), kind="stable")[: options["top"]])
+        Y, Yt = Y[:, keep], Yt[:, keep]
+    return X, Y, Xt, Yt
+
+
+def _load_named(dataset: str, home: str, text_pool: int, feature_cache: str | None):
     from lsnpc.data import load_dataset
 
     train = load_dataset(dataset, "train", data_home=home)

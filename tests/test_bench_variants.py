@@ -1,0 +1,54 @@
+"""The benchmarks' data-set variants (``bench_quality.parse_variant`` / ``load_arrays``): a generated
+problem with other options, or a real set cut to its most frequent labels."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_quality import load_arrays, parse_variant  # noqa: E402
+
+from lsnpc.data import load_dataset  # noqa: E402
+
+
+def test_parse_variant_reads_names_and_numbers():
+    assert parse_variant("scene") == ("scene", {})
+    assert parse_variant("bibtex[top=45]") == ("bibtex", {"top": 45})
+    name, options = parse_variant("synthetic[n_labels=19,max_frequency=0.15]")
+    assert name == "synthetic" and options == {"n_labels": 19, "max_frequency": 0.15}
+    assert isinstance(options["n_labels"], int)
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("bibtex[x=1]", "only top=K"),
+    ("bibtex[top=0]", "positive integer"),
+    ("bibtex[top=2.5]", "positive integer"),
+    ("synthetic[n_labels=many]", "not key=number"),
+    ("synthetic[n_labels]", "not key=number"),
+    ("two words", "expected NAME"),
+])
+def test_parse_variant_names_what_is_wrong(spec, words):
+    with pytest.raises(ValueError, match=words):
+        parse_variant(spec)
+
+
+def test_generated_variant_has_the_options_shape():
+    X, Y, Xt, Yt = load_arrays("synthetic[n_labels=7,n_features=10,n_train=50,n_test=20]", "", 0, None)
+    assert X.shape == (50, 10) and Y.shape == (50, 7) and Xt.shape == (20, 10) and Yt.shape == (20, 7)
+    again = load_arrays("synthetic[n_labels=7,n_features=10,n_train=50,n_test=20]", "", 0, None)
+    assert all(np.array_equal(a, b) for a, b in zip((X, Y, Xt, Yt), again, strict=True))
+
+
+def test_top_keeps_the_most_frequent_training_labels(shared_data):
+    train = load_dataset("scene", "train", data_home=shared_data)
+    test = load_dataset("scene", "test", data_home=shared_data)
+    X, Y, Xt, Yt = load_arrays("scene[top=2]", str(shared_data), 0, None)
+    counts = np.asarray(train.Y).sum(0)
+    keep = sorted(np.argsort(-counts, kind="stable")[:2])
+    assert np.array_equal(Y, np.asarray(train.Y)[:, keep]) and np.array_equal(Yt, np.asarray(test.Y)[:, keep])
+    assert np.array_equal(X, np.asarray(train.X, dtype=np.float32)) and Xt.shape[0] == len(test.Y)
+    assert Y.sum(0).min() >= np.delete(counts, keep).max()
