@@ -17,8 +17,8 @@ Rules with validation:
   prior-first@q  start from the no-label prior ⅓: take w = 0 only if it beats the base model in ≥ q of
            the resamples and does not lose in ≥ ½; else ⅓, ½, 1, the first that does not lose in ≥ ½
   discord@k  the library's since 2026-11-26 (k = 3): loss@0.4, except that when output and base model
-           decide differently on fewer than k validation entries, the no-label rule on the training rows
-           (⅓, or 1 for a collapse) decides
+           decide differently on fewer than k validation entries, or the validation labels hold no
+           positive entry, the no-label rule on the training rows (⅓, or 1 for a collapse) decides
   discord-base@k  the same, handing back the base model instead
   thin@N   the no-label rule whenever the validation set has fewer than N rows, else loss@0.4
   thin-first@N  below N rows the candidates ⅓, ½, 1 under loss@0.4 (and the collapse check), else loss@0.4
@@ -88,9 +88,10 @@ def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed:
             1.0 if collapse_w == 1.0 else next((w for w in CANDIDATES[1:-1] if loss[w] < 0.4), 1.0)
         ) if n < rows else picks["loss@0.4"]
     discordant = int(((output >= 0.5) != (base >= 0.5)).sum())
+    blind = not y_val.any()  # no positive label: F1 is 0 for every candidate (the library's untestable too)
     for k in DISCORD:
-        picks[f"discord@{k}"] = collapse_w if discordant < k else picks["loss@0.4"]
-        picks[f"discord-base@{k}"] = 1.0 if discordant < k else picks["loss@0.4"]
+        picks[f"discord@{k}"] = collapse_w if discordant < k or blind else picks["loss@0.4"]
+        picks[f"discord-base@{k}"] = 1.0 if discordant < k or blind else picks["loss@0.4"]
     for c in LOSS_MEAN_LEVELS:
         picks[f"discord@3+mean@{c:g}"] = (
             collapse_w if discordant < 3 else next((w for w in library if loss_mean[w] < c), 1.0)

@@ -61,6 +61,50 @@ def test_without_clean_labels_selects_on_noisy_elbo(problem: dict[str, np.ndarra
     assert model.guard_.base_weight in (pytest.approx(LSNPC().guard_base_weight), 1.0)
 
 
+@pytest.mark.parametrize("mode, key, scores", [("val_f1", "val_micro_f1", (0.9, 0.1)),
+                                              ("noisy_elbo", "holdout_neg_elbo", (0.1, 5.0))])
+def test_the_warm_start_is_only_a_fallback_for_epoch_selection(mode: str, key: str, scores: tuple) -> None:
+    """Epoch 0 (the warm start: latent networks untrained) is kept until a trained epoch is scored, and
+    any trained epoch replaces it, even one that scores worse (ties among trained epochs keep the first)."""
+    import torch
+
+    from lsnpc.corrector.training import _Selector
+
+    model = torch.nn.Linear(3, 2)
+    selector = _Selector(mode, config=None, data=None, holdout=None, seed=0)
+    selector.update(model, 0, {key: scores[0]})
+    assert selector.best_epoch == 0 and torch.equal(selector.best_state["weight"], model.weight)
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    selector.update(model, 1, {key: scores[1]})
+    assert selector.best_epoch == 1 and torch.equal(selector.best_state["weight"], model.weight)
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    selector.update(model, 2, {key: scores[1]})
+    assert selector.best_epoch == 1 and not torch.equal(selector.best_state["weight"], model.weight)
+
+
+def test_validation_labels_without_a_positive_are_set_aside_with_a_warning(problem: dict[str, np.ndarray]) -> None:
+    """F1 on labels without a positive is 0 for every epoch and every output: such a triple can choose
+    nothing, so the fit trains as without labels (noisy-ELBO selection) and the guard says why."""
+    X, P = problem["X"], problem["P"]
+    empty = np.zeros((20, P.shape[1]), dtype=int)
+    with pytest.warns(UserWarning, match=r"y_val has no positive label in its 20 rows"):
+        model = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200], X_val=X[200:220], y_val=empty,
+                                                  pred_probs_val=P[200:220])
+    plain = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200])
+    assert model.selection_ == plain.selection_ and model.selection_.startswith("noisy_elbo")
+    assert model.best_epoch_ == plain.best_epoch_ and model.best_epoch_ > 0
+    assert not any("val_micro_f1" in h for h in model.history_)
+    np.testing.assert_array_equal(model._raw_correct(X[220:260], P[220:260]), plain._raw_correct(X[220:260], P[220:260]))
+    guard = model.guard_
+    assert guard.mode == "validation" and guard.untestable and guard.n_val_positives == 0
+    assert guard.blend == plain.guard_.blend and "no positive label" in guard.summary()
+    with pytest.raises(ValueError, match=r"selection='val_f1' needs y_val with at least one positive label"):
+        LSNPC(random_state=0, selection="val_f1", **FAST).fit(X[:200], P[:200], X_val=X[200:220], y_val=empty,
+                                                               pred_probs_val=P[200:220])
+
+
 def test_a_validation_set_too_small_to_test_defers_to_the_no_label_rule(problem: dict[str, np.ndarray]) -> None:
     """Two validation rows of one label can hold at most two entries where output and base differ: the
     guard cannot test them and takes the no-label decision on the training rows (tested in the guard's

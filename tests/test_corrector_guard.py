@@ -146,7 +146,7 @@ def test_an_output_validation_cannot_test_is_left_to_the_no_label_rule() -> None
 
 
 def test_three_discordant_entries_are_tested_not_left_to_the_prior() -> None:
-    y = _labels(15, 20, seed=9)
+    y = _labels(20, 20, seed=9)
     base = np.where(y == 1, 0.6, 0.4).astype(float)
     output = _flip(base, np.array([[0, 0], [1, 1], [2, 2]]))  # three entries made wrong
 
@@ -156,6 +156,46 @@ def test_three_discordant_entries_are_tested_not_left_to_the_prior() -> None:
     decision = decide_with_validation(y, output, base, confidence=0.4, rng=np.random.default_rng(0), untestable=never)
     assert decision.n_discordant == 3 and not decision.untestable
     assert decision.base_weight == 1.0  # the output only loses there
+
+
+def test_validation_labels_without_a_positive_cannot_test_the_output() -> None:
+    """No positive label: F1 is 0 for base and output alike, so an output that adds false positives on
+    every row never "loses" — the no-label rule decides, however many entries the two differ on."""
+    y = np.zeros((20, 19), dtype=int)
+    base = np.full(y.shape, 0.2)
+    base[:3, 0] = 0.7  # three false positives of the base model
+    output = np.full(y.shape, 0.2)
+    output[:, :6] = 0.8  # 120 of the output's (three shared with the base model)
+    plain = decide_with_validation(y, output, base, confidence=0.4, rng=np.random.default_rng(0))
+    assert plain.base_weight == 0.0 and plain.val_output_micro_f1 == plain.val_base_micro_f1 == 0.0
+    prior = decide_without_validation(output, base, base_weight=1 / 3)
+    decision = decide_with_validation(y, output, base, confidence=0.4, rng=np.random.default_rng(0),
+                                      untestable=lambda: prior)
+    assert decision.n_discordant == 117 and decision.n_val_positives == 0 and decision.untestable
+    assert decision.blend == prior.blend and decision.reason == prior.reason
+    assert "no positive label" in decision.summary() and "F1 is 0 for every candidate" in decision.summary()
+    assert GuardDecision.from_dict(json.loads(json.dumps(decision.to_dict()))) == decision
+    # one positive entry makes F1 measurable: the bootstrap decides again
+    y[0, 0] = 1
+    tested = decide_with_validation(y, output, base, confidence=0.4, rng=np.random.default_rng(0),
+                                    untestable=lambda: prior)
+    assert tested.n_val_positives == 1 and not tested.untestable
+
+
+def test_fewer_than_twenty_validation_rows_cannot_test_the_output() -> None:
+    """Below 20 rows the bootstrap kept outputs that lost at 0% noise (module docstring): the no-label rule
+    decides there, however many entries the output and the base model differ on."""
+    y = _labels(40, 5, seed=3)
+    base = np.where(y == 1, 0.6, 0.4).astype(float)
+    output = _flip(base, np.argwhere(y == 0)[:12])  # twelve false positives: the output only loses
+    prior = decide_without_validation(output, base, base_weight=1 / 3)
+    small = decide_with_validation(y[:19], output[:19], base[:19], confidence=0.4, rng=np.random.default_rng(0),
+                                   untestable=lambda: prior)
+    assert small.untestable and small.n_val == 19 and small.n_discordant >= 3 and small.blend == prior.blend
+    assert "fewer than 20 rows" in small.summary()
+    enough = decide_with_validation(y[:20], output[:20], base[:20], confidence=0.4, rng=np.random.default_rng(0),
+                                    untestable=lambda: prior)
+    assert not enough.untestable and enough.base_weight == 1.0
 
 
 def test_without_labels_a_plausible_output_gets_the_prior_weight() -> None:
@@ -203,6 +243,7 @@ def test_the_decision_round_trips_through_json() -> None:
         (lambda d: d.update(reason=3), r"guard_\.reason"),
         (lambda d: d.update(n_val=0), r"guard_\.n_val"),
         (lambda d: d.update(n_discordant=-1), r"guard_\.n_discordant"),
+        (lambda d: d.update(n_val_positives=1.5), r"guard_\.n_val_positives"),
         (lambda d: d.update(untestable=1), r"guard_\.untestable"),
         (lambda d: d.update(gain_interval_90=[0.1]), r"guard_\.gain_interval_90"),
         (lambda d: d.update(cardinality_ratio=-1), r"guard_\.cardinality_ratio"),

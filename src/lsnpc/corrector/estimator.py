@@ -317,7 +317,9 @@ class LSNPC(BaseEstimator):
             A small clean set: features, true labels and the base model's probabilities on it. Given, each
             epoch ends with a pass over it (semi-supervised LSNPC).
         X_val, y_val, pred_probs_val : arrays, optional
-            A clean validation triple for epoch selection and the guard (never trained on).
+            A clean validation triple for epoch selection and the guard (never trained on). One whose
+            labels hold no positive entry cannot score F1 (0 for everything): it is then set aside with a
+            warning, and the fit proceeds as without validation labels (``guard_`` says why).
         on_epoch : callable, optional
             ``on_epoch(epoch, epochs, entry)`` after the warm start (epoch 0) and after each training epoch,
             with that epoch's ``history_`` entry: a hook for progress bars and logs (it does not change
@@ -340,8 +342,21 @@ class LSNPC(BaseEstimator):
         seed, predict_seed = torch_seed_from(rng), torch_seed_from(rng)
 
         selection = self.selection
+        val_scores = val is not None and bool(np.any(val[1]))  # F1 on labels without a positive is 0 everywhere
+        if val is not None and not val_scores:
+            if selection == "val_f1":
+                raise ValueError(
+                    f"selection='val_f1' needs y_val with at least one positive label; its {len(val[1])} rows have "
+                    "none, so every epoch scores F1 = 0 (use selection='auto' or 'noisy_elbo')"
+                )
+            warnings.warn(
+                f"y_val has no positive label in its {len(val[1])} rows: F1 on it is 0 for every epoch and every "
+                "output, so it can test neither; LSNPC trains as without validation labels and the guard uses "
+                "the no-label rule",
+                UserWarning, stacklevel=2,
+            )
         if selection == "auto":
-            selection = "val_f1" if val is not None else "noisy_elbo"
+            selection = "val_f1" if val_scores else "noisy_elbo"
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
 
@@ -358,7 +373,7 @@ class LSNPC(BaseEstimator):
             model.draw_monte_carlo(torch.Generator().manual_seed(predict_seed))
             if self.encoder is None:
                 model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
-            data = TrainingData.build(Xa, P, clean=clean, val=val, device=device)
+            data = TrainingData.build(Xa, P, clean=clean, val=val if val_scores else None, device=device)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
                 selection=selection, rng=rng, device=device, on_epoch=on_epoch,
@@ -379,7 +394,7 @@ class LSNPC(BaseEstimator):
         corrected_train = None
         if self.student:
             corrected_train = self._raw_correct(Xa, P)
-            self._fit_student(Xa, corrected_train, val, seed=torch_seed_from(rng))
+            self._fit_student(Xa, corrected_train, val if val_scores else None, seed=torch_seed_from(rng))
         self.guard_ = self._decide_guard(Xa, P, val, corrected_train)
         return self
 

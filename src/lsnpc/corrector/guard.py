@@ -42,7 +42,25 @@ test set (⅓ prior instead: −1.8). Measured with ``bench_guard.py`` (``discor
 1,500 rows, chosen on scene, yeast and synthetic by a rule written down beforehand (the largest k that
 costs at most 0.3 points of mean gain at 30–50% noise there): k = 3 cost 0.22 (all of it at 300 rows,
 the only size where it triggers there); on tmc2007-500, bibtex, delicious and GoEmotions it took the
-worst setting from −1.23 to −0.83 at no cost in mean gain (README, "Correction quality").
+worst setting from −1.23 to −0.83 at no cost in mean gain (README, "Correction quality"). A validation
+set without a single positive label cannot test anything either: F1 is 0 for every candidate, so
+the output never "loses", however many false positives it adds. On a generated 19-label problem with
+mostly empty rows, 300 training rows (15 validation rows, none labelled, seed 1) the output was kept
+and lost 6–13 micro-F1 in every noise setting; the no-label rule decides there too.
+
+**Nor can fewer than 20 validation rows** (``_MIN_VAL_ROWS``; 300 training rows give 15): the bootstrap
+kept outputs that lost up to 3.5 micro-F1 at 0% noise (a 45-label cut of bibtex, seed 1; yeast lost 1.5
+in one seed of three). The rule that chose the guard's confidence (written down before its run: of the
+rules that meet issue 9's bar on scene, yeast and synthetic at 300–1,500 rows, the highest mean gain)
+selects this one, ``thin@20`` in ``bench_guard.py``, once yeast's −0.502 at 0% is read as what it is,
+0.002 outside the bar (it had been rounded to −0.50): scene, yeast and synthetic +9.53 / +10.87 at
+30–50% noise, worst +0.10, worst at 0% −0.06 (the bootstrap alone: +9.75 / +11.53, −0.502);
+tmc2007-500, bibtex, delicious and GoEmotions +5.72 / +3.18, worst −0.23, 0% −0.19 (−0.83, +0.00). On
+five configurations no choice had seen (generated 6-, 19- and 53-label problems, bibtex cut to 45
+labels, delicious to 174) at 300 rows it met the bar's worst-case terms where the bootstrap did not
+(worst −0.07 and +0.20 at 0%, against +0.00 and −1.18) for 0.7 points of mean gain (+3.18 / +1.27
+against +3.86 / +1.93). At 300 rows it gives up mean gain everywhere but on the 6-label problem:
+confirm sets +3.18 / +1.86 against +4.27 / +3.08.
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -64,6 +82,7 @@ _THIN_INTERVAL = 0.10  # a 90% bootstrap interval of the F1 difference wider tha
 _MIN_KEPT_POSITIVES = 0.4  # without labels: share of the base model's positives the output must keep
 _MAX_CARDINALITY_RATIO = 2.5  # ... and its labels per row within this factor of the base model's
 _MIN_DISCORDANT = 3  # fewer validation entries where output and base model differ: nothing to test
+_MIN_VAL_ROWS = 20  # fewer validation rows: too few to test the output (the no-label rule decides)
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -93,10 +112,13 @@ class GuardDecision:
         Validation entries (row, label) where LSNPC's output and the base model decide differently at the
         threshold: the only entries the bootstrap can weigh. Below 3 the validation set cannot test the
         output and the no-label rule decides (``untestable``).
+    n_val_positives : int or None
+        Positive entries in the validation labels. With none, F1 is 0 for every candidate (nothing can
+        be found, so false positives cost nothing) and the validation set cannot test the output either.
     untestable : bool or None
-        With validation labels: too few discordant entries to test, so w came from the no-label rule
-        (prior weight or collapse check on the training rows; ``refused``, ``kept_base_positives`` and
-        ``cardinality_ratio`` then describe it).
+        With validation labels: fewer than 20 rows, fewer than 3 discordant entries, or no positive label,
+        so w came from the no-label rule (prior weight or collapse check on the training rows; ``refused``,
+        ``kept_base_positives`` and ``cardinality_ratio`` then describe it).
     loss_support : dict of float to float, or None
         For each base weight tried (0, then ½), the share of bootstrap resamples in which that candidate
         lost micro- or macro-F1 to the base model (validation).
@@ -122,6 +144,7 @@ class GuardDecision:
     confidence: float | None = None
     n_val: int | None = None
     n_discordant: int | None = None
+    n_val_positives: int | None = None
     untestable: bool | None = None
     loss_support: Mapping[float, float] | None = field(default=None, hash=False)
     gain_interval_90: tuple[float, float] | None = None
@@ -149,8 +172,8 @@ class GuardDecision:
         what = ("the base model's probabilities" if w == 1.0 else "LSNPC's output" if w == 0.0
                 else f"LSNPC's output with base weight {w:.3g}")
         if self.mode == "validation" and self.untestable:
-            return (f"{what}; the {self.n_val} validation rows cannot test it (LSNPC and the base model decide "
-                    f"differently on {self.n_discordant} entries), so the no-label rule decided: {self.reason}")
+            why = "; ".join(_untestable_because(self.n_val, self.n_val_positives, self.n_discordant))
+            return f"{what}; the {self.n_val} validation rows cannot test it ({why}), so the no-label rule decided: {self.reason}"
         if self.mode == "validation":
             support = ", ".join(f"w = {k:g}: {v:.0%}" for k, v in (self.loss_support or {}).items())
             line = (f"{what}; share of {_N_BOOT} bootstrap resamples of {self.n_val} validation rows in which "
@@ -202,11 +225,10 @@ class GuardDecision:
         n_val = values.get("n_val")
         if n_val is not None and (isinstance(n_val, bool) or not isinstance(n_val, int) or n_val < 1):
             raise ValueError(f"guard_.n_val must be a positive integer, got {n_val!r}")
-        n_discordant = values.get("n_discordant")
-        if n_discordant is not None and (
-            isinstance(n_discordant, bool) or not isinstance(n_discordant, int) or n_discordant < 0
-        ):
-            raise ValueError(f"guard_.n_discordant must be an integer >= 0, got {n_discordant!r}")
+        for name in ("n_discordant", "n_val_positives"):
+            count = values.get(name)
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                raise ValueError(f"guard_.{name} must be an integer >= 0, got {count!r}")
         ratio = values.get("cardinality_ratio")
         if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio >= 0):
             raise ValueError(f"guard_.cardinality_ratio must be a number >= 0, got {ratio!r}")
@@ -226,6 +248,18 @@ class GuardDecision:
                 for weight, share in support.items()
             }
         return cls(**values)
+
+
+def _untestable_because(n_val: int | None, n_positives: int | None, n_discordant: int | None) -> list[str]:
+    """Why a validation set cannot test the output: each reason that holds, in words (empty: it can)."""
+    reasons = []
+    if n_val is not None and n_val < _MIN_VAL_ROWS:
+        reasons.append(f"fewer than {_MIN_VAL_ROWS} rows")
+    if n_positives == 0:
+        reasons.append("no positive label, so F1 is 0 for every candidate")
+    if n_discordant is not None and n_discordant < _MIN_DISCORDANT:
+        reasons.append(f"LSNPC and the base model decide differently on {n_discordant} entries")
+    return reasons
 
 
 def _is_number(value: Any) -> bool:
@@ -282,13 +316,15 @@ def decide_with_validation(
 
     y_val (n, L) 0/1; output, base (n, L): LSNPC's output and the base model's probabilities on the
     validation samples. ``confidence``: the share of bootstrap resamples in which a candidate must lose
-    (micro- or macro-F1 below the base model's) to be passed over. ``untestable``: called when output and
-    base decide differently on fewer than 3 validation entries, it gives the no-label decision
-    (:func:`decide_without_validation` on the training rows), which is then taken; None keeps the
-    bootstrap's decision.
+    (micro- or macro-F1 below the base model's) to be passed over. ``untestable``: called when the
+    validation set has fewer than 20 rows, or output and base decide differently on fewer than 3 of its
+    entries, or ``y_val`` has no positive entry (F1 is then 0 for every candidate), it gives the no-label
+    decision (:func:`decide_without_validation` on the training rows), which is then taken; None keeps
+    the bootstrap's decision.
     """
     n = len(y_val)
     n_discordant = int(((output >= threshold) != (base >= threshold)).sum())
+    n_positives = int(np.count_nonzero(y_val))
     weights = np.vstack([np.ones((1, n)), rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)])
     scores = {}
     for w in BASE_WEIGHTS:
@@ -313,6 +349,7 @@ def decide_with_validation(
         confidence=confidence,
         n_val=n,
         n_discordant=n_discordant,
+        n_val_positives=n_positives,
         untestable=False,
         loss_support=loss_support,
         gain_interval_90=(float(low), float(high)),
@@ -324,7 +361,7 @@ def decide_with_validation(
         val_chosen_micro_f1=float(scores[chosen][0][0]),
         val_chosen_macro_f1=float(scores[chosen][1][0]),
     )
-    if untestable is None or n_discordant >= _MIN_DISCORDANT:
+    if untestable is None or not _untestable_because(n, n_positives, n_discordant):
         return decision
     fallback = untestable()
     w = fallback.base_weight
