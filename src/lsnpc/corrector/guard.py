@@ -50,7 +50,7 @@ and lost 6–13 micro-F1 in every noise setting; the no-label rule decides there
 
 **Nor can fewer than 20 validation rows** (``_MIN_VAL_ROWS``; 300 training rows give 15): the bootstrap
 kept outputs that lost up to 3.5 micro-F1 at 0% noise (a 45-label cut of bibtex, seed 1; yeast lost 1.5
-in one seed of three). The rule that chose the guard's confidence (written down before its run: of the
+in one seed of three). The first rule written down for small validation sets (before its run: of the
 rules that meet issue 9's bar on scene, yeast and synthetic at 300–1,500 rows, the highest mean gain)
 selects this one, ``thin@20`` in ``bench_guard.py``, once yeast's −0.502 at 0% is read as what it is,
 0.002 outside the bar (it had been rounded to −0.50): scene, yeast and synthetic +9.53 / +10.87 at
@@ -173,7 +173,8 @@ class GuardDecision:
                 else f"LSNPC's output with base weight {w:.3g}")
         if self.mode == "validation" and self.untestable:
             why = "; ".join(_untestable_because(self.n_val, self.n_val_positives, self.n_discordant))
-            return f"{what}; the {self.n_val} validation rows cannot test it ({why}), so the no-label rule decided: {self.reason}"
+            return (f"{what}; the {self.n_val} validation rows cannot test it ({why}), so the no-label rule "
+                    f"decided: {self.reason}")
         if self.mode == "validation":
             support = ", ".join(f"w = {k:g}: {v:.0%}" for k, v in (self.loss_support or {}).items())
             line = (f"{what}; share of {_N_BOOT} bootstrap resamples of {self.n_val} validation rows in which "
