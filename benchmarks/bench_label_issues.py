@@ -20,7 +20,8 @@ Needs the `bench` extra (cleanlab). One thread per process; settings run in para
 
     python benchmarks/bench_label_issues.py --datasets scene yeast tmc2007-500 bibtex delicious --jobs 2
 
-tmc2007-500 and delicious use a seeded subset of --max-train training rows (default 4,000).
+tmc2007-500 and delicious use a seeded subset of --max-train training rows (default 4,000). Data sets
+may be ``bench_quality``'s variants (``synthetic[n_labels=19,...]``, ``bibtex[top=45]``).
 """
 
 from __future__ import annotations
@@ -39,21 +40,17 @@ LARGE = ("tmc2007-500", "delicious")
 
 
 def load(dataset: str, home: str, max_train: int) -> tuple[np.ndarray, ...]:
-    """(X, Y, X_test, Y_test); text sets (goemotions) as ``bench_quality`` encodes them (MiniLM, its
-    4,000-text pools, lsnpc's feature cache)."""
-    from bench_quality import TEXT_SETS, load_arrays
+    """(X, Y, X_test, Y_test) as ``bench_quality.load_arrays`` gives them (its variants too, e.g.
+    ``bibtex[top=45]``; text sets (goemotions) encoded with MiniLM from its 4,000-text pools, lsnpc's
+    feature cache); the sets in LARGE cut to a seeded ``max_train`` of their training rows."""
+    from bench_quality import load_arrays, parse_variant
 
-    if dataset in TEXT_SETS:
-        X, Y, Xt, Yt = load_arrays(dataset, home, 4000, None)
-        return X, np.asarray(Y, np.int64), Xt, np.asarray(Yt, np.int64)
-    from lsnpc.data import load_dataset
-
-    train, test = load_dataset(dataset, "train", data_home=home), load_dataset(dataset, "test", data_home=home)
-    X, Y = np.asarray(train.X, np.float32), np.asarray(train.Y, np.int64)
-    if dataset in LARGE and len(X) > max_train:
+    X, Y, Xt, Yt = load_arrays(dataset, home, 4000, None)
+    X, Y, Xt, Yt = np.asarray(X, np.float32), np.asarray(Y, np.int64), np.asarray(Xt, np.float32), np.asarray(Yt, np.int64)
+    if parse_variant(dataset)[0] in LARGE and len(X) > max_train:
         keep = np.sort(np.random.default_rng(1234).choice(len(X), max_train, replace=False))
         X, Y = X[keep], Y[keep]
-    return X, Y, np.asarray(test.X, np.float32), np.asarray(test.Y, np.int64)
+    return X, Y, Xt, Yt
 
 
 def noisy_and_oof(X, Y, kind: str, rate: float, seed: int, cache: str | None, name: str):
