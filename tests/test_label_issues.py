@@ -86,6 +86,39 @@ def test_swap_posterior_by_hand() -> None:
     np.testing.assert_array_equal(swap_relabel(np.array([[1, 0, 0]]), prior, T), [[0, 1, 0]])
 
 
+def test_balanced_relabelling_keeps_a_rare_labels_expected_count() -> None:
+    """100 rows given the rare label 0, each a little more likely (about 0.55 against 0.45) to have come
+    from the frequent label 1: the argmax moves all 100 away; the balanced relabelling moves only as
+    many as label 1 has room for (its expected count, rounded up), so label 0 keeps about the 45 the
+    posterior expects, and every row keeps one positive."""
+    n = 100
+    given = np.zeros((n, 3), dtype=np.int64)
+    given[:, 0] = 1
+    T = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+    rng = np.random.default_rng(0)
+    odds_1 = 0.55 / 0.45 * rng.uniform(0.9, 1.1, n)  # P(source = 1) near 0.55, a little different per row
+    prior = np.column_stack([np.full(n, 0.5), odds_1 / (1 + odds_1), np.full(n, 1e-3)])
+    source_1 = swap_posterior(given, prior, T)[:, 1]
+    argmax = swap_relabel(given, prior, T, balance=False)
+    assert argmax[:, 0].sum() == 0 and argmax[:, 1].sum() == n
+    balanced = swap_relabel(given, prior, T)
+    expected_0 = (1 - source_1).sum()
+    assert abs(balanced[:, 0].sum() - expected_0) <= 1 and (balanced.sum(1) == 1).all()
+    # the positives moved are the ones most likely to have come from label 1
+    moved = balanced[:, 1] == 1
+    assert source_1[moved].min() >= source_1[~moved].max()
+    assert np.array_equal(swap_relabel(given, prior, T), balanced)  # deterministic
+
+
+def test_balancing_leaves_counts_within_one_alone() -> None:
+    """One given positive, its sources 0.27 / 0.73: each label has room for one (its expected count
+    rounded up), so the balanced relabelling is the argmax."""
+    T = np.array([[0.6, 0.4, 0.0], [0.4, 0.6, 0.0], [0.0, 0.0, 1.0]])
+    prior = np.array([[0.5, 0.8, 0.3]])
+    given = np.array([[1, 0, 0]])
+    np.testing.assert_array_equal(swap_relabel(given, prior, T), swap_relabel(given, prior, T, balance=False))
+
+
 @pytest.mark.parametrize("chunk_entries", [10**9, 7 * 6])  # one chunk; chunks of 7 positives (rows straddle)
 def test_swap_posterior_equals_the_entry_by_entry_definition(monkeypatch, chunk_entries) -> None:
     """Each given positive's sources computed one at a time, a negative's chance of having been a source

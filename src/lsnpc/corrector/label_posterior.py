@@ -54,6 +54,9 @@ _EPS = 1e-6
 # entries of the (given positives × labels) source matrix built at once: bounds memory to ~64 MB
 _CHUNK_ENTRIES = 8_000_000
 
+BALANCE_CANDIDATES = 8
+"""Sources weighed per given positive when :func:`swap_relabel` balances the labels' counts."""
+
 NOISE_RATE = 0.45
 """The share of every label's positives the channel moves: the uninformed guess between the 30% and 50% of
 the benchmarks. It sets how readily labels are moved (:func:`label_correction`), hardly the ranking."""
@@ -376,15 +379,51 @@ def swap_posterior(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray
     return posterior
 
 
-def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray) -> np.ndarray:
-    """The most likely true labels (n, L) 0/1: every given positive replaced by its most likely source.
+def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray, *, balance: bool = True
+                 ) -> np.ndarray:
+    """The suggested true labels (n, L) 0/1: every given positive replaced by one source.
 
-    A positive judged wrong is moved to the label it most likely came from, not just removed, so a row
-    keeps its number of positives (unless two positives share a source).
+    A positive judged wrong is moved to the label it likely came from, not just removed, so a row keeps
+    its number of positives (unless two positives share a source). ``balance=False``: each goes to its
+    most likely source. That argmax shrinks rare labels: the source weights carry the prior's odds, so
+    a rare label's positives move to frequent labels and almost none move in (a generated 19-label
+    problem: ten of its rarest labels lost 6–18 positives each and got at most one back; README, label
+    issues). ``balance=True`` (the default) gives every label room for the count the posterior expects,
+    Σ over the given positives of P(source = k), rounded up; the (positive, source) pairs are taken from
+    the most likely down, each positive to the first of its sources that still has room. No label then
+    ends above its expected count (+ 1), and a positive leaves its label only for a source likely enough
+    to win a place. Only each positive's ``BALANCE_CANDIDATES`` most likely sources are weighed.
     """
     out = np.zeros(labels.shape, dtype=np.int64)
+    if not balance:
+        for r, _, source in _source_chunks(labels, prior, transition):
+            out[r, source.argmax(1)] = 1
+        return out
+    n_labels = labels.shape[1]
+    top = min(BALANCE_CANDIDATES, n_labels)
+    rows, candidates, chances = [], [], []
     for r, _, source in _source_chunks(labels, prior, transition):
-        out[r, source.argmax(1)] = 1
+        best = np.argpartition(-source, top - 1, axis=1)[:, :top]
+        rows.append(r)
+        candidates.append(best)
+        chances.append(np.take_along_axis(source, best, 1))
+    if not rows:
+        return out
+    r, candidates, probs = np.concatenate(rows), np.concatenate(candidates), np.concatenate(chances)
+    # room per label: the count the posterior expects, rounded up (Σ ≥ the positives, so all fit)
+    room = np.ceil(np.bincount(candidates.ravel(), weights=probs.ravel(), minlength=n_labels) - 1e-9)
+    choice = np.full(len(r), -1)
+    # the (positive, source) pairs from the most to the least likely; each positive takes the first
+    # source that still has room (a stable sort: ties keep the candidates' order)
+    for flat in np.argsort(-probs.ravel(), kind="stable"):
+        e, k = divmod(int(flat), top)
+        label = candidates[e, k]
+        if choice[e] < 0 and room[label] >= 1:
+            choice[e] = label
+            room[label] -= 1
+    unplaced = choice < 0  # every candidate full (sources beyond the top ones): the most likely one
+    choice[unplaced] = candidates[unplaced, np.argmax(probs[unplaced], 1)]
+    out[r, choice] = 1
     return out
 
 
