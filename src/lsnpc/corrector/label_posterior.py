@@ -390,9 +390,10 @@ def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray, 
     problem: ten of its rarest labels lost 6–18 positives each and got at most one back; README, label
     issues). ``balance=True`` (the default) gives every label room for the count the posterior expects,
     Σ over the given positives of P(source = k), rounded up; the (positive, source) pairs are taken from
-    the most likely down, each positive to the first of its sources that still has room. No label then
-    ends above its expected count (+ 1), and a positive leaves its label only for a source likely enough
-    to win a place. Only each positive's ``BALANCE_CANDIDATES`` most likely sources are weighed.
+    the most likely down, each positive to the first of its sources that still has room. A positive
+    leaves its label only for a source likely enough to win a place, and no label ends above its
+    expected count (+ 1) but through a positive whose candidates are all full (rare: it keeps its most
+    likely source). Only each positive's ``BALANCE_CANDIDATES`` most likely sources are weighed.
     """
     out = np.zeros(labels.shape, dtype=np.int64)
     if not balance:
@@ -410,9 +411,11 @@ def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray, 
     if not rows:
         return out
     r, candidates, probs = np.concatenate(rows), np.concatenate(candidates), np.concatenate(chances)
-    # room per label: the count the posterior expects, rounded up (Σ ≥ the positives, so all fit)
+    # room per label: the count the posterior expects, rounded up (about as many places as positives:
+    # only the sources beyond each positive's top candidates are left out)
     room = np.ceil(np.bincount(candidates.ravel(), weights=probs.ravel(), minlength=n_labels) - 1e-9)
     choice = np.full(len(r), -1)
+    left = len(r)
     # the (positive, source) pairs from the most to the least likely; each positive takes the first
     # source that still has room (a stable sort: ties keep the candidates' order)
     for flat in np.argsort(-probs.ravel(), kind="stable"):
@@ -421,6 +424,9 @@ def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray, 
         if choice[e] < 0 and room[label] >= 1:
             choice[e] = label
             room[label] -= 1
+            left -= 1
+            if not left:
+                break
     unplaced = choice < 0  # every candidate full (sources beyond the top ones): the most likely one
     choice[unplaced] = candidates[unplaced, np.argmax(probs[unplaced], 1)]
     out[r, choice] = 1
