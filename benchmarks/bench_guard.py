@@ -16,9 +16,12 @@ Rules with validation:
   win@q    take a candidate only if it beats the base model (mean of micro and macro) in ≥ q of them
   prior-first@q  start from the no-label prior ⅓: take w = 0 only if it beats the base model in ≥ q of
            the resamples and does not lose in ≥ ½; else ⅓, ½, 1, the first that does not lose in ≥ ½
-  discord@k  the library's since 2026-11-26 (k = 3): loss@0.4, except that when output and base model
-           decide differently on fewer than k validation entries, or the validation labels hold no
+  discord@k  the library's from 9ab58c1 to 61d21c0 (k = 3): loss@0.4, except that when output and base
+           model decide differently on fewer than k validation entries, or the validation labels hold no
            positive entry, the no-label rule on the training rows (⅓, or 1 for a collapse) decides
+  library  the library's rule now: loss@0.4, except where ``guard._untestable_because`` finds the
+           validation set cannot test (fewer than 20 rows, no positive entry, fewer than 3 discordant
+           entries: ``thin@20`` and ``discord@3`` together), the no-label rule
   discord-base@k  the same, handing back the base model instead
   thin@N   the no-label rule whenever the validation set has fewer than N rows, else loss@0.4
   thin-first@N  below N rows the candidates ⅓, ½, 1 under loss@0.4 (and the collapse check), else loss@0.4
@@ -57,7 +60,7 @@ LOSS_MEAN_LEVELS = (0.3, 0.4, 0.5)
 def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int,
                   collapse_w: float) -> dict[str, float]:
     """The base weight each validation rule picks (``collapse_w``: the no-label rule's on the training rows)."""
-    from lsnpc.corrector.guard import _counts, f1_from_counts
+    from lsnpc.corrector.guard import _counts, _untestable_because, f1_from_counts
 
     n = len(y_val)
     rng = np.random.default_rng(seed)
@@ -96,6 +99,8 @@ def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed:
         picks[f"discord@3+mean@{c:g}"] = (
             collapse_w if discordant < 3 else next((w for w in library if loss_mean[w] < c), 1.0)
         )
+    untestable = _untestable_because(n, int(np.count_nonzero(y_val)), discordant)
+    picks["library"] = collapse_w if untestable else picks["loss@0.4"]
     picks["n_discordant"] = discordant
     return picks
 

@@ -123,10 +123,11 @@ class LSNPC(BaseEstimator):
     guard : bool
         Mix the base model back in: output = (1 − w) · LSNPC + w · base. With clean validation labels
         w is the first of 0, ½, 1 that does not lose micro- or macro-F1 to the base model in
-        ``guard_confidence`` of 500 bootstrap resamples of the validation set; without them (or when
-        output and base model differ on fewer than 3 validation entries, which the validation set
-        cannot test) w = ``guard_base_weight``, or 1 when the output is implausible on the training rows
-        (a collapse); see :mod:`lsnpc.corrector.guard` and ``guard_``. False: w = 0.
+        ``guard_confidence`` of 500 bootstrap resamples of the validation set; without them (or when the
+        validation set cannot test the output: fewer than 20 rows, no positive label, or output and base
+        model differing on fewer than 3 of its entries) w = ``guard_base_weight``, or 1 when the output
+        is implausible on the training rows (a collapse); see :mod:`lsnpc.corrector.guard` and
+        ``guard_``. False: w = 0.
     guard_confidence : float in (0, 1]
         Share of bootstrap resamples in which a candidate must lose to the base model to be passed over
         (0.4: when it loses in two resamples of five; 0.5 would wait until it loses more often than not).
@@ -342,8 +343,8 @@ class LSNPC(BaseEstimator):
         seed, predict_seed = torch_seed_from(rng), torch_seed_from(rng)
 
         selection = self.selection
-        val_scores = val is not None and bool(np.any(val[1]))  # F1 on labels without a positive is 0 everywhere
-        if val is not None and not val_scores:
+        val_usable = val is not None and bool(np.any(val[1]))  # F1 on labels without a positive is 0 everywhere
+        if val is not None and not val_usable:
             if selection == "val_f1":
                 raise ValueError(
                     f"selection='val_f1' needs y_val with at least one positive label; its {len(val[1])} rows have "
@@ -356,7 +357,7 @@ class LSNPC(BaseEstimator):
                 UserWarning, stacklevel=2,
             )
         if selection == "auto":
-            selection = "val_f1" if val_scores else "noisy_elbo"
+            selection = "val_f1" if val_usable else "noisy_elbo"
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
 
@@ -373,7 +374,7 @@ class LSNPC(BaseEstimator):
             model.draw_monte_carlo(torch.Generator().manual_seed(predict_seed))
             if self.encoder is None:
                 model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
-            data = TrainingData.build(Xa, P, clean=clean, val=val if val_scores else None, device=device)
+            data = TrainingData.build(Xa, P, clean=clean, val=val if val_usable else None, device=device)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
                 selection=selection, rng=rng, device=device, on_epoch=on_epoch,
@@ -394,7 +395,7 @@ class LSNPC(BaseEstimator):
         corrected_train = None
         if self.student:
             corrected_train = self._raw_correct(Xa, P)
-            self._fit_student(Xa, corrected_train, val if val_scores else None, seed=torch_seed_from(rng))
+            self._fit_student(Xa, corrected_train, val if val_usable else None, seed=torch_seed_from(rng))
         self.guard_ = self._decide_guard(Xa, P, val, corrected_train)
         return self
 

@@ -158,17 +158,15 @@ class _Selector:
         the scores say. (Where every epoch ties — a validation set without a positive label scores 0
         F1 everywhere — the earliest would otherwise win, and that was the warm start: on a generated
         19-label problem at 300 rows, 15 validation rows without a label, it lost 6–13 micro-F1.)"""
-        if epoch == 0:
-            self.best_epoch = 0
-            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            return
-        if self.mode == "val_f1":
+        if epoch == 0:  # the warm start: stored, but with the lowest score
+            value = -math.inf
+        elif self.mode == "val_f1":
             value = scores["val_micro_f1"]
         elif self.mode == "noisy_elbo":
             value = -scores["holdout_neg_elbo"]
         else:
             value = float(epoch)
-        if value > self.best_score:  # strict: ties keep the earlier epoch
+        if value > self.best_score or epoch == 0:  # strict: ties keep the earlier (trained) epoch
             self.best_score, self.best_epoch = value, epoch
             self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
