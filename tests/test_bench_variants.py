@@ -52,3 +52,31 @@ def test_top_keeps_the_most_frequent_training_labels(shared_data):
     assert np.array_equal(Y, np.asarray(train.Y)[:, keep]) and np.array_equal(Yt, np.asarray(test.Y)[:, keep])
     assert np.array_equal(X, np.asarray(train.X, dtype=np.float32)) and Xt.shape[0] == len(test.Y)
     assert Y.sum(0).min() >= np.delete(counts, keep).max()
+
+
+def test_label_issue_retraining_averages_over_mlp_seeds():
+    """bench_label_issues.retrain: one repeat is the setting's seed alone (the older tables); more repeats
+    average the seeds seed, seed + 1000, ... (a real MLP on a small generated problem)."""
+    from bench_label_issues import retrain
+
+    X, Y, Xt, Yt = load_arrays("synthetic[n_labels=5,n_features=12,n_train=120,n_test=60]", "", 0, None)
+    alone = retrain(X, Y, Xt, Yt, 3)
+    second = retrain(X, Y, Xt, Yt, 1003)
+    assert retrain(X, Y, Xt, Yt, 3, 1) == alone
+    averaged = retrain(X, Y, Xt, Yt, 3, 2)
+    assert averaged == pytest.approx(tuple((a + b) / 2 for a, b in zip(alone, second, strict=True)))
+    assert all(0.0 <= v <= 100.0 for v in averaged)
+
+
+def test_clean_label_reference_is_the_base_model_where_nothing_was_flipped():
+    """bench_quality's ``base-clean`` row: the base MLP on the true training labels. At 0% noise the
+    noisy labels are the true ones, so it must equal the base row; with noise it is another model."""
+    from bench_quality import run_setting
+
+    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
+    rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.0, 0, ("base-clean",), "", 0, None)}
+    assert set(rows) == {"base", "base-clean"}
+    assert (rows["base-clean"]["micro"], rows["base-clean"]["macro"]) == (rows["base"]["micro"], rows["base"]["macro"])
+    noisy = {r["method"]: r for r in run_setting(spec, "full", "pairflip", 0.5, 0, ("base-clean",), "", 0, None)}
+    assert noisy["base-clean"]["micro"] == rows["base-clean"]["micro"]  # the true labels do not depend on the noise
+    assert noisy["base"]["micro"] != rows["base"]["micro"]
