@@ -18,7 +18,7 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
-                     would have bought; a post-hoc corrector is not expected to pass it
+                     would have bought (a reference, not a ceiling: a corrector can pass it)
 
     python benchmarks/bench_quality.py --datasets scene yeast --train-sizes 500 full --seeds 0 1 2 \\
         --out results.jsonl --jobs 2

@@ -71,12 +71,17 @@ def test_label_issue_retraining_averages_over_mlp_seeds():
 def test_clean_label_reference_is_the_base_model_where_nothing_was_flipped():
     """bench_quality's ``base-clean`` row: the base MLP on the true training labels. At 0% noise the
     noisy labels are the true ones, so it must equal the base row; with noise it is another model."""
+    import torch
     from bench_quality import run_setting
 
     spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
-    rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.0, 0, ("base-clean",), "", 0, None)}
+    threads = torch.get_num_threads()
+    try:  # run_setting sets one thread, as for its worker processes; the test process gets its own back
+        rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.0, 0, ("base-clean",), "", 0, None)}
+        noisy = {r["method"]: r for r in run_setting(spec, "full", "pairflip", 0.5, 0, ("base-clean",), "", 0, None)}
+    finally:
+        torch.set_num_threads(threads)
     assert set(rows) == {"base", "base-clean"}
     assert (rows["base-clean"]["micro"], rows["base-clean"]["macro"]) == (rows["base"]["micro"], rows["base"]["macro"])
-    noisy = {r["method"]: r for r in run_setting(spec, "full", "pairflip", 0.5, 0, ("base-clean",), "", 0, None)}
     assert noisy["base-clean"]["micro"] == rows["base-clean"]["micro"]  # the true labels do not depend on the noise
     assert noisy["base"]["micro"] != rows["base"]["micro"]
