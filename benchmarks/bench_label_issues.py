@@ -182,6 +182,9 @@ def print_tables(df, choose: list[str]) -> None:
     each group stands against the bar."""
     groups = df.groupby(["dataset", "kind", "rate"], sort=False)
     mean = groups.mean(numeric_only=True)
+    # CSVs written before --retrain-seeds have no column: one MLP seed per retraining then
+    repeats = sorted(set(df["retrain_seeds"].fillna(1).astype(int))) if "retrain_seeds" in df else [1]
+    print(f"\nretraining columns: test F1 of base MLPs, the mean over {'/'.join(map(str, repeats))} MLP seed(s) each")
     mean["seeds"] = groups.seed.nunique()
     chosen = mean.index.get_level_values("dataset").isin(choose)
     for group, rows in (("chosen on " + ", ".join(choose), mean[chosen]), ("confirmed on the others", mean[~chosen])):

@@ -85,3 +85,18 @@ def test_clean_label_reference_is_the_base_model_where_nothing_was_flipped():
     assert (rows["base-clean"]["micro"], rows["base-clean"]["macro"]) == (rows["base"]["micro"], rows["base"]["macro"])
     assert noisy["base-clean"]["micro"] == rows["base-clean"]["micro"]  # the true labels do not depend on the noise
     assert noisy["base"]["micro"] != rows["base"]["micro"]
+
+
+def test_label_issue_tables_say_how_many_mlp_seeds_each_retraining_averages(capsys):
+    """bench_label_issues.print_tables names the retraining's MLP seeds; CSVs from before the option (no
+    column) were one seed."""
+    import pandas as pd
+    from bench_label_issues import print_tables
+
+    columns = [f"{m}_{k}" for m in ("lsnpc", "cleanlab") for k in ("auroc", "ap", "precision", "recall")]
+    columns += [f"{m}_{k}" for m in ("noisy", "kept", "relabelled", "true") for k in ("micro", "macro")]
+    row = dict(dataset="scene", kind="symmetric", rate=0.3, seed=0, **{c: 50.0 for c in columns})
+    print_tables(pd.DataFrame([dict(row, retrain_seeds=3)]), ["scene"])
+    assert "mean over 3 MLP seed(s)" in capsys.readouterr().out
+    print_tables(pd.DataFrame([row]), ["scene"])
+    assert "mean over 1 MLP seed(s)" in capsys.readouterr().out
