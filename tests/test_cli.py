@@ -111,6 +111,12 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     assert fitted["guard"]["mode"] == "no validation labels" and 0 <= fitted["guard"]["blend"] <= 1
     assert fitted["guard_summary"].startswith(("LSNPC's output", "the base model's"))
     assert_user_error(lsnpc(*fit), "already holds a saved LSNPC model; pass --force")
+    np.save(tmp_path / "Y.npy", Y)
+    with_labels = lsnpc(*fit[:6], tmp_path / "labelled", *fit[7:], "--labels", tmp_path / "Y.npy", "--json")
+    assert with_labels.returncode == 0, with_labels.stderr
+    assert json.loads(with_labels.stdout)["selection"].startswith("noisy_f1")
+    assert_user_error(lsnpc(*fit[:6], tmp_path / "bad", *fit[7:], "--labels", tmp_path / "X.npy"), "--labels")
+    assert not (tmp_path / "bad").exists()
     result = lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv")
     assert result.returncode == 0, result.stderr
     corrected = pd.read_csv(tmp_path / "P.corrected.csv")

@@ -127,6 +127,18 @@ def _user_errors(func: F | None = None, /, **flags: str) -> Any:
     return wrapper
 
 
+def _check_label_arrays(X: Any, Y: Any, P: Any) -> tuple[Any, Any]:
+    """The labels and probabilities checked under the command's flag names."""
+    from lsnpc._validation import check_multilabel, check_probabilities, check_same_n_samples
+
+    P = check_probabilities(P, "--probs", min_samples=2)
+    Y = check_multilabel(Y, "--labels", min_samples=2)
+    if Y.shape[1] != P.shape[1]:
+        raise ValueError(f"--labels has {Y.shape[1]} label columns, but --probs has {P.shape[1]}")
+    check_same_n_samples(**{"--features": X, "--labels": Y, "--probs": P})
+    return Y, P
+
+
 def _error(message: str, flags: Mapping[str, str]) -> None:
     _stderr().print(f"[bold red]error:[/] {escape(_say_flags(message, flags))}", highlight=False)
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _console, _metrics_table, _parse_sets, _print_json, _progress, _read,
-    _refuse_existing, _status, _user_errors, app,
+    JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _check_label_arrays, _console, _metrics_table, _parse_sets, _print_json,
+    _progress, _read, _refuse_existing, _status, _user_errors, app,
 )
 
 # ----------------------------------------------------------------------------- demo
@@ -112,6 +112,9 @@ def fit(
     probs: Annotated[Path, typer.Option(help="The classifier's predicted probabilities P, shape (n, L).")],
     out: Annotated[Path, typer.Option(help="Folder to save the fitted LSNPC model in (a new folder, or a model "
                                            "saved before, replaced only with --force).")],
+    labels: Annotated[Path | None, typer.Option(help="The samples' observed (noisy) 0/1 labels, shape (n, L), e.g. "
+                                                     "those the classifier was trained on: without --val-* they "
+                                                     "choose the checkpoint (never trained on).")] = None,
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,
@@ -133,7 +136,8 @@ def fit(
     """Fit LSNPC on your own features and predicted probabilities; save it to a folder.
 
     Without a clean set this is the unsupervised LSNPC; --clean-* makes it semi-supervised.
-    Without --val-* the checkpoint is chosen with no clean label.
+    Without --val-* the checkpoint is chosen with no clean label: by F1 against --labels on held-out
+    samples when they are given, else by the ELBO of held-out samples.
     """
     from lsnpc.corrector import LSNPC
     from lsnpc.corrector.persistence import check_save_target
@@ -150,6 +154,8 @@ def fit(
     X, _ = _read(features, "--features")
     P, _ = _read(probs, "--probs")
     kwargs: dict[str, Any] = {}
+    if labels is not None:  # checked here: "labels" is too common a word to rename in the library's messages
+        kwargs["labels"] = _check_label_arrays(X, _read(labels, "--labels")[0], P)[0]
     clean = _optional_triplet("clean", (clean_features, clean_labels, clean_probs))
     if clean is not None:
         kwargs.update(X_clean=clean[0], y_clean=clean[1], pred_probs_clean=clean[2])

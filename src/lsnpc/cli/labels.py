@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _console, _parse_sets, _print_json, _progress, _read, _refuse_existing, _user_errors,
-    app,
+    JSON_OPTION, THREADS_HELP, _check_label_arrays, _console, _parse_sets, _print_json, _progress, _read,
+    _refuse_existing, _user_errors, app,
 )
 
 
@@ -63,18 +63,6 @@ def label_issues(
     if summary["worst_labels"]:
         console.print("labels with the most issues: " + ", ".join(
             f"{w['label']} ({w['issues']})" for w in summary["worst_labels"]))
-
-
-def _check_label_arrays(X: Any, Y: Any, P: Any) -> tuple[Any, Any]:
-    """The labels and probabilities checked under the command's flag names."""
-    from lsnpc._validation import check_multilabel, check_probabilities, check_same_n_samples
-
-    P = check_probabilities(P, "--probs", min_samples=2)
-    Y = check_multilabel(Y, "--labels", min_samples=2)
-    if Y.shape[1] != P.shape[1]:
-        raise ValueError(f"--labels has {Y.shape[1]} label columns, but --probs has {P.shape[1]}")
-    check_same_n_samples(**{"--features": X, "--labels": Y, "--probs": P})
-    return Y, P
 
 
 def _write_issues(out: Path, given: Any, suggested: Any, scores: Any, names: list[str] | None) -> dict[str, Any]:

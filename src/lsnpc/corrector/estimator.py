@@ -48,7 +48,7 @@ from .training import TrainingData, train_latent_shift_model
 
 __all__ = ["LSNPC", "NotFittedError"]
 
-SELECTIONS = ("auto", "val_f1", "noisy_elbo", "last")
+SELECTIONS = ("auto", "val_f1", "noisy_f1", "noisy_elbo", "last")
 FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
 STUDENT_WEIGHT = 0.5  # the student's share of the output, beside the post-hoc correction
@@ -104,10 +104,13 @@ class LSNPC(BaseEstimator):
         Monte-Carlo samples averaged by the correction. Their draws are drawn once at fit from
         ``random_state`` and kept with the model (common random numbers): every row is corrected with
         the same draws, so a row's answer depends only on that row, never on its batch or order.
-    selection : {"auto", "val_f1", "noisy_elbo", "last"}
+    selection : {"auto", "val_f1", "noisy_f1", "noisy_elbo", "last"}
         How the epoch is chosen. "val_f1": best micro-F1 on the clean validation triple (the paper).
-        "noisy_elbo": best ELBO on a held-out slice (``holdout_fraction``) of the noisy data — uses no
-        clean label. "auto": "val_f1" when a validation triple is given, else "noisy_elbo".
+        "noisy_f1": best micro- plus macro-F1 of the correction against the observed (noisy) training
+        labels (``fit(labels=...)``) of a held-out slice (``holdout_fraction``) of the training rows — uses
+        no clean label. "noisy_elbo": best ELBO on a held-out slice of the noisy data — uses no label at
+        all. "auto": "val_f1" when a validation triple is given, else "noisy_f1" when ``labels`` are
+        given, else "noisy_elbo".
     train_feed, predict_feed : {"sample", "probs"}
         What is fed as ŷ: a Bernoulli sample of the probabilities ("sample": a fresh one per batch in
         training, one per Monte-Carlo sample in prediction, as in eq. 9) or the probabilities
@@ -137,11 +140,11 @@ class LSNPC(BaseEstimator):
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
     holdout_fraction : float
-        Share of the noisy data held out for "noisy_elbo" selection.
+        Share of the noisy data held out for "noisy_f1" and "noisy_elbo" selection.
     min_steps : int or "auto"
-        Target number of optimiser steps for ``epochs="auto"``. "auto": 2000 when a clean validation
-        triple chooses the epoch, 600 when the noisy-data ELBO does (it favours long training that
-        lets the correction fade; measured in the README).
+        Target number of optimiser steps for ``epochs="auto"``. "auto": 2000 when F1 chooses the epoch
+        (clean validation labels, or the noisy training labels), 600 when the noisy-data ELBO does (it
+        favours long training that lets the correction fade; measured in the README).
     n_threads : int or None
         torch CPU threads during fit and predict (None: leave torch's setting, by default one per
         core). The default, 1, is never far from the best: training steps at batch 32 gain nothing
@@ -298,6 +301,7 @@ class LSNPC(BaseEstimator):
         X: Any,
         pred_probs: Any,
         *,
+        labels: Any = None,
         X_clean: Any = None,
         y_clean: Any = None,
         pred_probs_clean: Any = None,
@@ -314,6 +318,10 @@ class LSNPC(BaseEstimator):
             Features of the (noisily labelled) training samples.
         pred_probs : array (n, L) in [0, 1]
             The base classifier's predicted probabilities on X.
+        labels : array (n, L) 0/1 or lists of label indices, optional
+            The observed (noisy) labels of the training rows, e.g. those the base classifier was trained
+            on. Without clean validation labels they choose the epoch ("noisy_f1": F1 against them on a
+            held-out slice of the rows); LSNPC never trains on them.
         X_clean, y_clean, pred_probs_clean : arrays (n_c, d), (n_c, L) 0/1, (n_c, L), optional
             A small clean set: features, true labels and the base model's probabilities on it. Given, each
             epoch ends with a pass over it (semi-supervised LSNPC).
@@ -334,6 +342,10 @@ class LSNPC(BaseEstimator):
         Xa = self._check_X(X, "X", min_samples=2)
         P = check_probabilities(pred_probs, "pred_probs", min_samples=2)
         check_same_n_samples(X=Xa, pred_probs=P)
+        given = None
+        if labels is not None:
+            given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2)
+            check_same_n_samples(pred_probs=P, labels=given)
         d_shape, n_labels = Xa.shape[1:], P.shape[1]
         same = {"check_X": self._check_X, "sample_shape": d_shape, "n_labels": n_labels}
         clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **same)
@@ -357,9 +369,11 @@ class LSNPC(BaseEstimator):
                 UserWarning, stacklevel=2,
             )
         if selection == "auto":
-            selection = "val_f1" if val_usable else "noisy_elbo"
+            selection = "val_f1" if val_usable else "noisy_elbo" if given is None else "noisy_f1"
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
+        if selection == "noisy_f1" and given is None:
+            raise ValueError("selection='noisy_f1' needs the training rows' observed labels: fit(X, pred_probs, labels=...)")
 
         params = self.get_params(deep=False)
         n_features = int(np.prod(d_shape))
@@ -374,7 +388,9 @@ class LSNPC(BaseEstimator):
             model.draw_monte_carlo(torch.Generator().manual_seed(predict_seed))
             if self.encoder is None:
                 model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(Xa)))
-            data = TrainingData.build(Xa, P, clean=clean, val=val if val_usable else None, device=device)
+            data = TrainingData.build(
+                Xa, P, clean=clean, val=val if val_usable else None, labels=given, device=device
+            )
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
                 selection=selection, rng=rng, device=device, on_epoch=on_epoch,
