@@ -8,7 +8,9 @@ Protocol as ``bench_quality.py`` (canonical splits, n training rows, the paper's
   the test split; each rule picks w ∈ {0, ½, 1} on val0 (the library's bootstrap: 500 resamples,
   the estimator's own seed) and the test output is (1 − w) · output + w · base;
 - without them: ``LSNPC(guard=False)`` fitted without; each prior base weight b, and the collapse check
-  on the training rows (``decide_without_validation``), gives the test output.
+  on the training rows (``decide_without_validation``), gives the test output;
+- with the noisy training labels only (mode "labels"): the same priors on ``LSNPC(guard=False)`` fitted
+  with ``labels=`` the noisy labels (they choose the epoch, "noisy_f1").
 
 Rules with validation:
   loss@c   the library's bootstrap test (its whole rule until 2026-11-26): pass over a candidate that
@@ -28,7 +30,7 @@ Rules with validation:
   collapse+loss@0.4  loss@0.4, but w = 1 whenever the no-label collapse check refuses the output
   discord@3+mean@c  discord@3 with a candidate passed over when the mean of its micro- and macro-F1
            loses to the base model's in ≥ c of the resamples (instead of either of them losing)
-Rules without: prior@b (b the base weight).
+Rules without (modes "noval" and "labels"): prior@b (b the base weight).
 
     python benchmarks/bench_guard.py --datasets scene yeast synthetic --train-sizes 500 1500 --out guard.jsonl
     python benchmarks/bench_guard.py --report --out guard.jsonl --groups choose=scene,yeast,synthetic \\
@@ -128,7 +130,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
         return [micro_f1(Yt, Q), macro_f1(Yt, Q)]
 
     out = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed, n_val=len(v0),
-               base=f1s(P_te), val={}, noval={})
+               base=f1s(P_te), val={}, noval={}, labels={})
     started = time.perf_counter()
     if "val" in modes:
         model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
@@ -138,14 +140,14 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
         out["n_discordant"] = picks.pop("n_discordant")
         for rule, w in picks.items():
             out["val"][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
-    if "noval" not in modes:
-        out["seconds"] = time.perf_counter() - started
-        return out
-    model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr)
-    out_train, out_test = model.predict_proba(X[tr], P_tr), model.predict_proba(Xt, P_te)
-    for b in PRIORS:
-        w = decide_without_validation(out_train, P_tr, base_weight=b).base_weight
-        out["noval"][f"prior@{b:.2g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+    for mode, labels in (("noval", None), ("labels", Y_noisy)):
+        if mode not in modes:
+            continue
+        model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, labels=labels)
+        out_train, out_test = model.predict_proba(X[tr], P_tr), model.predict_proba(Xt, P_te)
+        for b in PRIORS:
+            w = decide_without_validation(out_train, P_tr, base_weight=b).base_weight
+            out[mode][f"prior@{b:.2g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
     out["seconds"] = time.perf_counter() - started
     return out
 
@@ -160,8 +162,8 @@ def report(rows: list[dict], groups: dict[str, list[str]]) -> None:
 
     records = []
     for r in rows:
-        for mode in ("val", "noval"):
-            for rule, v in r[mode].items():
+        for mode in ("val", "noval", "labels"):
+            for rule, v in r.get(mode, {}).items():
                 records.append(dict(dataset=r["dataset"], size=r["size"], kind=r["kind"], rate=r["rate"],
                                     seed=r["seed"], mode=mode, rule=rule, w=v["w"],
                                     d_micro=100 * (v["f1"][0] - r["base"][0]),
@@ -203,8 +205,8 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="only print the tables of --out")
     parser.add_argument("--groups", nargs="+", default=None, help="NAME=set1,set2 (default: one group per data set)")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--modes", nargs="+", default=["val", "noval"], choices=("val", "noval"),
-                        help="with the validation triple, without labels, or both")
+    parser.add_argument("--modes", nargs="+", default=["val", "noval"], choices=("val", "noval", "labels"),
+                        help="with the validation triple, without labels, with the noisy training labels only")
     args = parser.parse_args()
     rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
     if not args.report:

@@ -100,3 +100,26 @@ def test_label_issue_tables_say_how_many_mlp_seeds_each_retraining_averages(caps
     assert "mean over 3 MLP seed(s)" in capsys.readouterr().out
     print_tables(pd.DataFrame([row]), ["scene"])
     assert "mean over 1 MLP seed(s)" in capsys.readouterr().out
+
+
+def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
+    """bench_guard's "labels" mode fits ``LSNPC(guard=False, ...)`` with the noisy labels once and lets each
+    prior decide; the library's own prior (⅓) must give what bench_quality's ``lsnpc-labels-noval`` gives,
+    the default ``LSNPC()`` fitted with the same labels (the guard decides after training, so the fits agree)."""
+    import torch
+    from bench_guard import run_setting as guard_setting
+    from bench_quality import run_setting
+
+    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
+    threads = torch.get_num_threads()
+    try:
+        library = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0, ("lsnpc-labels-noval",),
+                                                       "", 0, None)}
+        rules = guard_setting(spec, "full", "symmetric", 0.3, 0, "", ("labels",))
+    finally:
+        torch.set_num_threads(threads)
+    assert rules["val"] == {} and rules["noval"] == {} and set(rules["labels"]) == {
+        "prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
+    ours = library["lsnpc-labels-noval"]
+    assert rules["labels"]["prior@0.33"]["f1"] == [ours["micro"], ours["macro"]]
+    assert rules["base"] == [library["base"]["micro"], library["base"]["macro"]]
