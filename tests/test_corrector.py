@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from lsnpc import LSNPC, NotFittedError
+from lsnpc.corrector.guard import NO_LABELS_BASE_WEIGHT, NOISY_LABELS_BASE_WEIGHT
 from lsnpc.metrics import micro_f1
 from tests.conftest import make_noisy_problem, make_toy_multilabel
 
@@ -58,7 +59,7 @@ def test_without_clean_labels_selects_on_noisy_elbo(problem: dict[str, np.ndarra
     assert model.selection_.startswith("noisy_elbo") and "no clean labels" in model.selection_
     assert all("holdout_neg_elbo" in h for h in model.history_ if h["phase"] == "train")
     assert model.guard_.applied and model.guard_.mode == "no validation labels"
-    assert model.guard_.base_weight in (pytest.approx(LSNPC().guard_base_weight), 1.0)
+    assert model.guard_.base_weight in (pytest.approx(NO_LABELS_BASE_WEIGHT), 1.0)
 
 
 def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[str, np.ndarray]) -> None:
@@ -84,6 +85,10 @@ def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[s
         fit = LSNPC(random_state=0, **FAST).fit(X, P, labels=labels)
         return [h["holdout_noisy_micro_f1"] for h in fit.history_]
 
+    # the guard's prior is ¼ once the noisy labels chose the epoch (⅓ without them), unless set
+    assert model.guard_.base_weight in (pytest.approx(NOISY_LABELS_BASE_WEIGHT), 1.0) and not model.guard_.refused
+    assert LSNPC(random_state=0, guard_base_weight=0.4, **small).fit(X, P, labels=noisy).guard_.base_weight == (
+        pytest.approx(0.4))
     as_array = scored(noisy)
     assert scored([list(np.flatnonzero(row)) for row in noisy]) == as_array
     assert scored(1 - noisy) != as_array

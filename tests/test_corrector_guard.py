@@ -9,6 +9,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from lsnpc.corrector.guard import (
+    NO_LABELS_BASE_WEIGHT,
     GuardDecision,
     _counts,
     decide_with_validation,
@@ -261,8 +262,6 @@ def test_a_corrupt_decision_is_rejected_naming_the_field(change, match) -> None:
 
 def test_the_summary_rounds_the_default_prior() -> None:
     """w = ⅓ (stored as 1 − blend, 0.33333333333333326) reads as 0.333, not as its float rounding."""
-    from lsnpc import LSNPC
-
     base = np.full((4, 2), 0.6)
-    summary = decide_without_validation(base, base, base_weight=LSNPC().guard_base_weight).summary()
+    summary = decide_without_validation(base, base, base_weight=NO_LABELS_BASE_WEIGHT).summary()
     assert "base weight 0.333;" in summary

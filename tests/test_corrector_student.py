@@ -81,7 +81,8 @@ def test_the_paper_recipe_has_no_student_and_no_guard() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"guard_confidence": 0.0}, {"guard_confidence": 1.5}, {"guard_base_weight": -0.1},
-                                 {"guard_base_weight": 2}])
+                                 {"guard_base_weight": 2},
+                                 {"guard_base_weight": "half"}])
 def test_guard_parameters_are_checked(bad: dict, noisy_problem: dict[str, np.ndarray]) -> None:
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):

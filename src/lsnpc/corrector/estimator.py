@@ -38,7 +38,13 @@ from .._validation import (
     check_scalar,
 )
 from .config import ModelSpec, TrainingConfig, build_model
-from .guard import GuardDecision, decide_with_validation, decide_without_validation
+from .guard import (
+    NO_LABELS_BASE_WEIGHT,
+    NOISY_LABELS_BASE_WEIGHT,
+    GuardDecision,
+    decide_with_validation,
+    decide_without_validation,
+)
 from .inference import predict_corrected
 from .label_posterior import label_correction, label_posterior, label_quality, neighbour_label_rates, review
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
@@ -134,8 +140,9 @@ class LSNPC(BaseEstimator):
     guard_confidence : float in (0, 1]
         Share of bootstrap resamples in which a candidate must lose to the base model to be passed over
         (0.4: when it loses in two resamples of five; 0.5 would wait until it loses more often than not).
-    guard_base_weight : float in [0, 1]
-        w when no clean validation labels are given (⅓).
+    guard_base_weight : float in [0, 1] or "auto"
+        w when no clean validation labels test the output. "auto": ⅓, or ¼ when the noisy training labels
+        (``fit(labels=...)``) chose the epoch (measured in the README, "Noisy labels choose the epoch").
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -197,7 +204,7 @@ class LSNPC(BaseEstimator):
         student: bool = True,
         guard: bool = True,
         guard_confidence: float = 0.4,
-        guard_base_weight: float = 1 / 3,
+        guard_base_weight: float | str = "auto",
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int | str = "auto",
@@ -275,7 +282,8 @@ class LSNPC(BaseEstimator):
         check_in_choices(self.predict_feed, "predict_feed", FEEDS)
         check_in_choices(self.schedule, "schedule", SCHEDULES)
         check_scalar(self.guard_confidence, "guard_confidence", low=0, high=1, low_inclusive=False)
-        check_scalar(self.guard_base_weight, "guard_base_weight", low=0, high=1)
+        if self.guard_base_weight != "auto":
+            check_scalar(self.guard_base_weight, "guard_base_weight", low=0, high=1)
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
@@ -412,7 +420,7 @@ class LSNPC(BaseEstimator):
         if self.student:
             corrected_train = self._raw_correct(Xa, P)
             self._fit_student(Xa, corrected_train, val if val_usable else None, seed=torch_seed_from(rng))
-        self.guard_ = self._decide_guard(Xa, P, val, corrected_train)
+        self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=self._no_label_base_weight(result.selection))
         return self
 
     def _fit_student(
@@ -434,15 +442,17 @@ class LSNPC(BaseEstimator):
 
     # ------------------------------------------------------------------ guard
     def _decide_guard(
-        self, X: np.ndarray, P: np.ndarray, val: tuple[np.ndarray, ...] | None, corrected_train: np.ndarray | None
+        self, X: np.ndarray, P: np.ndarray, val: tuple[np.ndarray, ...] | None, corrected_train: np.ndarray | None,
+        *, prior: float,
     ) -> GuardDecision:
-        """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`)."""
+        """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`);
+        ``prior``: w where no clean label can test the output."""
         if not self.guard:
             return GuardDecision.skipped("guard=False")
 
         def without_labels() -> GuardDecision:
             return decide_without_validation(
-                self._output(X, P, corrected_train), P, base_weight=float(self.guard_base_weight)
+                self._output(X, P, corrected_train), P, base_weight=prior
             )
 
         if val is not None:
@@ -454,6 +464,13 @@ class LSNPC(BaseEstimator):
         return without_labels()
 
     # ------------------------------------------------------------------ predict
+    def _no_label_base_weight(self, selection: str) -> float:
+        """The guard's prior w where no clean label tests the output (``guard_base_weight``), given the
+        criterion that chose the epoch."""
+        if self.guard_base_weight != "auto":
+            return float(self.guard_base_weight)
+        return NOISY_LABELS_BASE_WEIGHT if selection == "noisy_f1" else NO_LABELS_BASE_WEIGHT
+
     def _check_predict_input(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
         check_is_fitted(self, "model_")
         Xa = self._check_X(X, "X")

@@ -32,6 +32,12 @@ training rows it keeps fewer than 40% of the base model's positive decisions, or
 positive labels per row is off by more than a factor of 2.5 from the base model's expected count
 (Σ_k p_k) — a collapse rather than a correction.
 
+**Given the noisy training labels** (``fit(labels=...)``, which choose the epoch: "noisy_f1") the prior is
+¼ (:data:`NOISY_LABELS_BASE_WEIGHT`). Chosen on the same three sets with a rule written down before the
+runs (the smallest of 0, ¼, ⅓ whose worst setting at 0% noise is ≥ −1 and at 30–50% ≥ −1.5, with a mean
+gain ≥ +2 / +2): ¼ lost at most 0.76 at 0% there (0: 2.6) and gained +9.4 / +10.2 (⅓: +8.4 / +8.7); the
+confirm sets could only veto it (README, "Noisy labels choose the epoch").
+
 **When validation cannot test anything** the no-label rule decides instead. A bootstrap of the validation
 rows can only weigh the entries where LSNPC's output and the base model decide differently; with fewer
 than ``_MIN_DISCORDANT`` (3) such entries it says nothing, however narrow its interval looks. This
@@ -74,11 +80,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BASE_WEIGHTS", "GuardDecision", "f1_from_counts", "decide_with_validation", "decide_without_validation"]
+__all__ = ["BASE_WEIGHTS", "NOISY_LABELS_BASE_WEIGHT", "NO_LABELS_BASE_WEIGHT", "GuardDecision", "f1_from_counts", "decide_with_validation", "decide_without_validation"]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
 _N_BOOT = 500
 _THIN_INTERVAL = 0.10  # a 90% bootstrap interval of the F1 difference wider than this: thin evidence
+# the no-label prior w: without any label, and when the noisy training labels chose the epoch
+NO_LABELS_BASE_WEIGHT = 1 / 3
+NOISY_LABELS_BASE_WEIGHT = 1 / 4
 _MIN_KEPT_POSITIVES = 0.4  # without labels: share of the base model's positives the output must keep
 _MAX_CARDINALITY_RATIO = 2.5  # ... and its labels per row within this factor of the base model's
 _MIN_DISCORDANT = 3  # fewer validation entries where output and base model differ: nothing to test

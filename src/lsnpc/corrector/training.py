@@ -84,6 +84,7 @@ class TrainResult:
     best_epoch: int
     selection_description: str
     history: list[dict[str, Any]] = field(default_factory=list)
+    selection: str = "last"  # the criterion that chose the epoch: "val_f1", "noisy_f1", "noisy_elbo" or "last"
 
 
 def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: int) -> int:
@@ -392,4 +393,4 @@ def train_latent_shift_model(
     n_val = 0 if data.val is None else len(data.val[0])
     n_hold = 0 if holdout is None else len(holdout[0])
     n_clean = 0 if data.clean is None else len(data.clean[0])
-    return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold, n_clean), history)
+    return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold, n_clean), history, selection)
