@@ -381,7 +381,9 @@ class LSNPC(BaseEstimator):
         if selection == "val_f1" and val is None:
             raise ValueError("selection='val_f1' needs the validation triple X_val, y_val, pred_probs_val")
         if selection == "noisy_f1" and given is None:
-            raise ValueError("selection='noisy_f1' needs the training rows' observed labels: fit(X, pred_probs, labels=...)")
+            raise ValueError(
+                "selection='noisy_f1' needs the training rows' observed labels: fit(X, pred_probs, labels=...)"
+            )
 
         params = self.get_params(deep=False)
         n_features = int(np.prod(d_shape))
@@ -420,7 +422,8 @@ class LSNPC(BaseEstimator):
         if self.student:
             corrected_train = self._raw_correct(Xa, P)
             self._fit_student(Xa, corrected_train, val if val_usable else None, seed=torch_seed_from(rng))
-        self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=self._no_label_base_weight(result.selection))
+        prior = self._no_label_base_weight(result.selection)
+        self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=prior)
         return self
 
     def _fit_student(
@@ -463,7 +466,6 @@ class LSNPC(BaseEstimator):
             )
         return without_labels()
 
-    # ------------------------------------------------------------------ predict
     def _no_label_base_weight(self, selection: str) -> float:
         """The guard's prior w where no clean label tests the output (``guard_base_weight``), given the
         criterion that chose the epoch."""
@@ -471,6 +473,7 @@ class LSNPC(BaseEstimator):
             return float(self.guard_base_weight)
         return NOISY_LABELS_BASE_WEIGHT if selection == "noisy_f1" else NO_LABELS_BASE_WEIGHT
 
+    # ------------------------------------------------------------------ predict
     def _check_predict_input(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
         check_is_fitted(self, "model_")
         Xa = self._check_X(X, "X")

@@ -80,7 +80,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BASE_WEIGHTS", "NOISY_LABELS_BASE_WEIGHT", "NO_LABELS_BASE_WEIGHT", "GuardDecision", "f1_from_counts", "decide_with_validation", "decide_without_validation"]
+__all__ = [
+    "BASE_WEIGHTS", "NOISY_LABELS_BASE_WEIGHT", "NO_LABELS_BASE_WEIGHT", "GuardDecision", "f1_from_counts",
+    "decide_with_validation", "decide_without_validation",
+]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
 _N_BOOT = 500
