@@ -145,16 +145,17 @@ class _Selector:
     def score(self, model: LatentShiftModel) -> dict[str, float]:
         model.eval()
         out: dict[str, float] = {}
+        def f1s(X: Any, labels: np.ndarray, probs: Any) -> tuple[float, float]:
+            corrected = predict_corrected(model, X, probs, feed=self.config.predict_feed, device=self.data.X.device)
+            return f1_micro_macro(labels, corrected)
+
         with seeded(self.seed):
             if self.data.val is not None:
                 Xv, yv, pv = self.data.val
-                device = self.data.X.device
-                probs = predict_corrected(model, Xv, pv, feed=self.config.predict_feed, device=device)
-                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, probs)
+                out["val_micro_f1"], out["val_macro_f1"] = f1s(Xv, yv, pv)
             if self.holdout is not None and self.mode == "noisy_f1":
                 Xh, ph, yh = self.holdout
-                probs = predict_corrected(model, Xh, ph, feed=self.config.predict_feed, device=self.data.X.device)
-                out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1_micro_macro(yh, probs)
+                out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1s(Xh, yh, ph)
             elif self.holdout is not None:
                 Xh, noisy_h = self.holdout
                 loss, _ = unsupervised_loss(model, model.data_encoder(Xh), noisy_h, self.config.beta)
