@@ -19,12 +19,14 @@ Tables (every time from ``torch.cuda.synchronize`` to ``torch.cuda.synchronize``
    piece), as it was before the GPU got its own.
 2. How far a graphed run is from an eager one: max |Δ| of the parameters after 200 steps from the same
    weights and seed.
-3. Whole fits at COCO scale: ``LSNPC(device="cuda")`` (no validation triple) and ``LSNPC.paper``
-   (20 epochs of batch 32), with graphs; the eager default fit for comparison (``--eager-fit``).
+3. Whole fits at COCO scale: ``LSNPC(device="cuda")`` (no validation triple), the same given the
+   training rows' observed labels (``labels=``: 10% held out, the epoch chosen by F1 against them) and
+   ``LSNPC.paper`` (20 epochs of batch 32), with graphs; the eager default fit for comparison (``--eager-fit``).
 4. Prediction throughput at COCO scale (5 Monte-Carlo samples): the old chunking (1,024 rows, each
    chunk copied back to the host) and ``predict_corrected``'s GPU chunks, inputs resident on the device.
-5. Scene, 30% symmetric noise (``--scene``): test micro/macro-F1 and fit time of ``LSNPC()`` with and
-   without the validation triple, on the GPU eager and graphed, beside the CPU's numbers stored in the file.
+5. Scene, 30% symmetric noise (``--scene``): test micro/macro-F1 and fit time of ``LSNPC()`` with the
+   validation triple, without any label, and with the noisy training labels alone (files made before
+   that mode have no such row), on the GPU eager and graphed, beside the CPU's numbers stored in the file.
 6. ResNet-50 with random weights: spatial features of generated images (``lsnpc.features.ImageEncoder``)
    and GradCAM maps (``lsnpc.explain.grad_cam``), images per second.
 """
@@ -215,15 +217,15 @@ def bench_equality() -> dict:
     return out
 
 
-def _fit(kind: str, X, P, **kwargs) -> tuple[float, object]:
-
+def _fit(kind: str, X, P, labels=None, **kwargs) -> tuple[float, object]:
+    """Time ``LSNPC(device=DEVICE)`` ("default", "labels": given ``labels``) or ``LSNPC.paper`` ("paper")."""
     from lsnpc import LSNPC
 
     model = LSNPC.paper(device=DEVICE, random_state=0) if kind == "paper" else LSNPC(device=DEVICE, random_state=0)
     model.set_params(**kwargs)
     _sync()
     started = time.perf_counter()
-    model.fit(X, P)
+    model.fit(X, P, labels=labels if kind == "labels" else None)
     _sync()
     return time.perf_counter() - started, model
 
@@ -234,13 +236,15 @@ def bench_fits(eager_fit: bool, noisy_gradients: list[str], size: str) -> dict:
 
     print(size.replace("x", " × "))
     X, P = make_data(*(int(v) for v in size.split("x")))
+    # observed labels for the "labels" fit: each drawn from its probability (their meaning does not matter)
+    labels = (np.random.default_rng(1).random(P.shape, dtype=np.float32) < P).astype(np.int8)
     _fit("default", X[:2000], P[:2000], epochs=1)  # CUDA context, kernels, cuBLAS: out of the timings
     out = {}
     chosen = training.GPU_NOISY_GRADIENT
     for gradient in noisy_gradients:
         training.GPU_NOISY_GRADIENT = gradient
-        for kind in ("default", "paper"):
-            seconds, model = _fit(kind, X, P)
+        for kind in ("default", "labels", "paper"):
+            seconds, model = _fit(kind, X, P, labels)
             steps = sum(1 for h in model.history_ if h["phase"] == "train")
             key = f"{kind} ({gradient}, graphs)"
             out[key] = {"seconds": seconds, "epochs": steps}
@@ -300,6 +304,16 @@ def bench_predict(repeats: int, size: str) -> dict:
     return out
 
 
+def _scene_fit_kwargs(mode: str, data) -> dict:
+    """fit's keywords for table 5's modes: "val" the clean validation triple, "noval" nothing, "labels"
+    the training rows' noisy labels alone."""
+    if mode == "val":
+        return dict(X_val=data["X_val"], y_val=data["y_val"], pred_probs_val=data["P_val"])
+    if mode == "labels":
+        return dict(labels=data["y_noisy"])
+    return {}
+
+
 @section("5. scene, 30% symmetric noise: GPU against CPU")
 def bench_scene(path: str, runs: list[str]) -> dict:
     from lsnpc import LSNPC
@@ -312,13 +326,13 @@ def bench_scene(path: str, runs: list[str]) -> dict:
     print(f"noisy-batch gradient on the GPU: {training.GPU_NOISY_GRADIENT}")
     print("| run | micro | macro | fit s | CPU micro | CPU macro |")
     print("|---|---|---|---|---|---|")
-    for mode in ("val", "noval"):
+    for mode in ("val", "noval", "labels"):
+        if f"cpu_{mode}" not in data:  # a file from before the labels mode
+            continue
         cpu = data[f"cpu_{mode}"]
         for graphs in (run == "graphs" for run in runs):
             optim.USE_CUDA_GRAPHS = graphs
-            kwargs = {}
-            if mode == "val":
-                kwargs = dict(X_val=data["X_val"], y_val=data["y_val"], pred_probs_val=data["P_val"])
+            kwargs = _scene_fit_kwargs(mode, data)
             started = time.perf_counter()
             model = LSNPC(device=DEVICE, random_state=0).fit(data["X"], data["P"], **kwargs)
             seconds = time.perf_counter() - started
@@ -370,7 +384,8 @@ def bench_vision(n_images: int) -> dict:
 
 def prepare_scene(path: str, home: str | None) -> None:
     """Scene's canonical splits, 30% symmetric noise (seed 0), the base MLP's probabilities, and
-    LSNPC()'s CPU test F1 with and without the validation triple, saved to ``path`` (npz)."""
+    LSNPC()'s CPU test F1 with the validation triple, without labels and with the noisy labels alone, saved to
+    ``path`` (npz)."""
     from bench_quality import DEFAULT_HOME, load_arrays
 
     from lsnpc import LSNPC, MLPClassifier, simulate_noise
@@ -384,8 +399,9 @@ def prepare_scene(path: str, home: str | None) -> None:
     base = MLPClassifier(random_state=0, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
     P, P_val, P_test = (base.predict_proba(a) for a in (X[tr], X[v0], Xt))
     arrays = dict(X=X[tr], P=P, X_val=X[v0], y_val=Y[v0], P_val=P_val, X_test=Xt, P_test=P_test, y_test=Yt,
-                  base=np.array([micro_f1(Yt, P_test), macro_f1(Yt, P_test)]))
-    for mode, kwargs in (("val", dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_val)), ("noval", {})):
+                  y_noisy=Y_noisy, base=np.array([micro_f1(Yt, P_test), macro_f1(Yt, P_test)]))
+    for mode in ("val", "noval", "labels"):
+        kwargs = _scene_fit_kwargs(mode, arrays)
         Q = LSNPC(random_state=0, n_threads=1).fit(X[tr], P, **kwargs).predict_proba(Xt, P_test)
         arrays[f"cpu_{mode}"] = np.array([micro_f1(Yt, Q), macro_f1(Yt, Q)])
         print(mode, arrays[f"cpu_{mode}"])
