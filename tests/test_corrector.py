@@ -104,6 +104,43 @@ def test_validation_labels_choose_the_epoch_even_beside_noisy_labels(problem: di
         LSNPC(selection="noisy_f1", **FAST).fit(X[:50], P[:50])
 
 
+def test_noisy_labels_choose_beside_a_validation_set_too_small_to_test(problem: dict[str, np.ndarray]) -> None:
+    """Given the noisy labels, a validation triple of fewer than 20 rows neither chooses the epoch nor the
+    student's: the fit is the labels-only fit bit for bit, and the guard, which cannot test 15 rows,
+    says so and takes the noisy labels' prior. 20 rows choose as before, and so does an explicit
+    selection="val_f1"."""
+    from lsnpc import simulate_noise
+    from lsnpc.corrector.guard import MIN_VAL_ROWS
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    noisy = simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]
+
+    def fit(n_val: int, **params: object) -> LSNPC:
+        val = {} if not n_val else dict(X_val=X[300:300 + n_val], y_val=Y[300:300 + n_val],
+                                        pred_probs_val=P[300:300 + n_val])
+        return LSNPC(random_state=0, **{**FAST, **params}).fit(X[:300], P[:300], labels=noisy, **val)
+
+    small, alone = fit(MIN_VAL_ROWS - 5), fit(0)
+    assert small.selection_.startswith("noisy_f1") and "the 15 validation rows (fewer than 20)" in small.selection_
+    assert small.epochs_ == alone.epochs_ and small.best_epoch_ == alone.best_epoch_
+    assert small.student_info_["selection"] == alone.student_info_["selection"]
+    np.testing.assert_array_equal(small.predict_proba(X[350:], P[350:]), alone.predict_proba(X[350:], P[350:]))
+    guard = small.guard_
+    assert guard.untestable and "fewer than 20 rows" in guard.summary()
+    assert guard.base_weight in (pytest.approx(NOISY_LABELS_BASE_WEIGHT), 1.0)
+    # from 20 rows the validation set chooses, and the noisy labels change nothing at all
+    enough = fit(MIN_VAL_ROWS)
+    same = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:320], y_val=Y[300:320],
+                                             pred_probs_val=P[300:320])
+    assert enough.selection_.startswith("val_f1")
+    np.testing.assert_array_equal(enough.predict_proba(X[350:], P[350:]), same.predict_proba(X[350:], P[350:]))
+    assert fit(MIN_VAL_ROWS - 5, selection="val_f1").selection_.startswith("val_f1")
+    # without the noisy labels the small validation set still chooses (nothing better to choose with)
+    without = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:315], y_val=Y[300:315],
+                                                pred_probs_val=P[300:315])
+    assert without.selection_.startswith("val_f1")
+
+
 @pytest.mark.parametrize("mode, key, scores", [("val_f1", "val_micro_f1", (0.9, 0.1)),
                                               ("noisy_elbo", "holdout_neg_elbo", (0.1, 5.0))])
 def test_the_warm_start_is_only_a_fallback_for_epoch_selection(mode: str, key: str, scores: tuple) -> None:

@@ -39,6 +39,7 @@ from .._validation import (
 )
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
+    MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
     NOISY_LABELS_BASE_WEIGHT,
     GuardDecision,
@@ -116,7 +117,8 @@ class LSNPC(BaseEstimator):
         labels (``fit(labels=...)``) of a held-out slice (``holdout_fraction``) of the training rows — uses
         no clean label. "noisy_elbo": best ELBO on a held-out slice of the noisy data — uses no label at
         all. "auto": "val_f1" when a validation triple is given, else "noisy_f1" when ``labels`` are
-        given, else "noisy_elbo".
+        given, else "noisy_elbo" — except that given ``labels``, a validation triple of fewer than 20 rows
+        (too few for the guard to test anything) leaves the choice to "noisy_f1" too.
     train_feed, predict_feed : {"sample", "probs"}
         What is fed as ŷ: a Bernoulli sample of the probabilities ("sample": a fresh one per batch in
         training, one per Monte-Carlo sample in prediction, as in eq. 9) or the probabilities
@@ -329,7 +331,9 @@ class LSNPC(BaseEstimator):
         labels : array (n, L) 0/1 or lists of label indices, optional
             The observed (noisy) labels of the training rows, e.g. those the base classifier was trained
             on. Without clean validation labels they choose the epoch ("noisy_f1": F1 against them on a
-            held-out slice of the rows); LSNPC never trains on them.
+            held-out slice of the rows), and so they do beside a validation triple of fewer than 20 rows,
+            which is then left to the guard alone (it can test nothing there either: the no-label rule
+            decides, with the noisy labels' prior). LSNPC never trains on them.
         X_clean, y_clean, pred_probs_clean : arrays (n_c, d), (n_c, L) 0/1, (n_c, L), optional
             A small clean set: features, true labels and the base model's probabilities on it. Given, each
             epoch ends with a pass over it (semi-supervised LSNPC).
@@ -376,6 +380,12 @@ class LSNPC(BaseEstimator):
                 "the no-label rule",
                 UserWarning, stacklevel=2,
             )
+        # given the noisy labels, a validation set the guard cannot test (fewer than MIN_VAL_ROWS rows) does
+        # not choose the epoch or the student's either: the noisy labels of 10% of the training rows do
+        # (README, "Small validation sets"); an explicit selection="val_f1" keeps it
+        too_few = given is not None and val_usable and len(val[1]) < MIN_VAL_ROWS and selection == "auto"
+        if too_few:
+            val_usable = False
         if selection == "auto":
             selection = "val_f1" if val_usable else "noisy_elbo" if given is None else "noisy_f1"
         if selection == "val_f1" and val is None:
@@ -417,6 +427,9 @@ class LSNPC(BaseEstimator):
         self.best_epoch_ = result.best_epoch
         self.history_ = result.history
         self.selection_ = result.selection_description
+        if too_few:
+            self.selection_ += (f"; the {len(val[1])} validation rows (fewer than {MIN_VAL_ROWS}) were too few to "
+                                "choose it")
         self.student_, self.student_info_ = None, None
         corrected_train = None
         if self.student:
