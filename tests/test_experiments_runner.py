@@ -88,6 +88,17 @@ def test_a_run_is_a_pure_function_of_its_spec() -> None:
     assert c.rows[0]["lrap"] != a.rows[0]["lrap"]  # another seed, another noise draw and model
 
 
+def test_noisy_labels_option_hands_lsnpc_the_training_labels_the_classifier_saw() -> None:
+    """``noisy_labels: true``: LSNPC's fit gets the noisy training labels, so they choose its epoch (the
+    row records it); without the option the no-label ELBO chooses, as the paper's grids expect."""
+    with_labels = {"name": "lsnpc", "label": "lsnpc-labels", "params": {**TINY_LSNPC, "noisy_labels": True}}
+    config = parse_config(tiny(seeds=[0], processors=[{"name": "lsnpc", "params": TINY_LSNPC}, with_labels]))
+    (task,) = group_runs(expand_runs(config))
+    without, given = run_group(task, None, threads=1, raise_errors=True).rows
+    assert without["selection"].startswith("noisy_elbo")
+    assert given["selection"].startswith("noisy_f1") and "held-out training rows" in given["selection"]
+
+
 def test_a_failing_run_is_reported_not_written_and_retried(tmp_path: Path) -> None:
     processors = ["none", {"name": "knn", "params": {"n_neighbors": -1}}]
     summary = run_experiment(parse_config(tiny(seeds=[0], processors=processors)), tmp_path, threads=1)

@@ -40,7 +40,8 @@ def demo(
     """Run the whole pipeline once: noisy labels -> base MLP -> KNN and LSNPC -> metrics on clean test labels.
 
     The base MLP is trained on noisy labels (and chooses its epoch on noisy validation labels);
-    KNN and LSNPC (unsupervised: no clean label anywhere) correct its test-set probabilities.
+    KNN and LSNPC (no clean label anywhere) correct its test-set probabilities. LSNPC is given the noisy
+    training labels, as a user would (``fit(labels=...)``): they choose its epoch.
     """
     from lsnpc.experiments import ConfigError, expand_runs, get_component, group_runs, parse_config, run_group
 
@@ -49,7 +50,8 @@ def demo(
         "datasets": [{"name": dataset, "data_home": str(data_home) if data_home else None, "max_train": max_train}],
         "noise": [{"kind": noise_kind, "rate": noise_rate}],
         "classifiers": [{"name": "mlp", "params": {"epochs": mlp_epochs} if mlp_epochs else {}}],
-        "post_processors": ["none", "knn", {"name": "lsnpc", "params": {"epochs": lsnpc_epochs} if lsnpc_epochs else {}}],
+        "post_processors": ["none", "knn", {"name": "lsnpc", "params": {
+            "noisy_labels": True, **({"epochs": lsnpc_epochs} if lsnpc_epochs else {})}}],
     }
     try:
         (task,) = group_runs(expand_runs(parse_config(raw)))
@@ -71,6 +73,7 @@ def demo(
             "noise_realised_rate": first_row["noise_realised_rate"], "n_train": first_row["n_train"],
             "n_test": first_row["n_test"], "n_labels": first_row["n_labels"], "seconds": seconds,
             "methods": {names[r["processor_name"]].lstrip("+ "): {m: r[m] for m in metrics} for r in result.rows},
+            "lsnpc_selection": next(r["selection"] for r in result.rows if r["processor_name"] == "lsnpc"),
         })
         return
     console = _console()
@@ -80,8 +83,8 @@ def demo(
              f"{first_row['noise_realised_rate']:.1%}), seed {seed}")
     console.print(_metrics_table(title, rows, metrics))
     console.print("base MLP: trained on noisy labels; + KNN / + LSNPC: its test probabilities corrected "
-                  "without any clean label. Higher is better except Hamming and ranking loss; "
-                  "the best of each column is green.")
+                  "without any clean label (LSNPC's epoch chosen on the noisy training labels). Higher is "
+                  "better except Hamming and ranking loss; the best of each column is green.")
     console.print(f"took {seconds:.1f} s (features + noise {first_row['time_data_s']:.1f} s, "
                   f"base MLP {first_row['time_classifier_s']:.1f} s, "
                   + ", ".join(f"{names[r['processor_name']][2:]} {r['time_fit_s']:.1f} s"
@@ -113,8 +116,9 @@ def fit(
     out: Annotated[Path, typer.Option(help="Folder to save the fitted LSNPC model in (a new folder, or a model "
                                            "saved before, replaced only with --force).")],
     labels: Annotated[Path | None, typer.Option(help="The samples' observed (noisy) 0/1 labels, shape (n, L), e.g. "
-                                                     "those the classifier was trained on: without --val-* they "
-                                                     "choose the checkpoint (never trained on).")] = None,
+                                                     "those the classifier was trained on: without --val-* (or "
+                                                     "with fewer than 20 validation rows) they choose the "
+                                                     "checkpoint (never trained on).")] = None,
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,

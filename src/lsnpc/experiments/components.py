@@ -31,6 +31,8 @@ RUNNER_OPTIONS: Mapping[str, str] = MappingProxyType({
     "clean_set": "true: fit also sees the clean set (val1 with its clean labels), i.e. semi-supervised",
     "select_on": "'clean': fit gets val0 with clean labels to choose its epoch; 'none': no validation set",
     "encoder": "'classifier': LSNPC starts its data encoder from the base classifier's trunk",
+    "noisy_labels": "true: fit also gets the training rows' noisy labels (LSNPC's labels=), which choose the epoch "
+                    "where no clean validation labels do (LSNPC's variants only)",
 })
 
 Factory = Callable[[dict[str, Any], int, str], Any]
@@ -55,7 +57,8 @@ class Component:
     clean_set, select_on : bool, str
         The runner options' defaults for a post-processor (see :data:`RUNNER_OPTIONS`).
     takes_encoder : bool
-        Whether the runner option ``encoder: classifier`` applies (LSNPC's variants).
+        Whether the runner options ``encoder: classifier`` and ``noisy_labels: true`` apply (LSNPC's
+        variants: a data encoder to start from the trunk, and ``fit(labels=...)``).
     """
 
     name: str
@@ -78,7 +81,8 @@ class Component:
         value it cannot take.
         """
         estimator_params = dict(params)
-        options: dict[str, Any] = {"clean_set": self.clean_set, "select_on": self.select_on, "encoder": None}
+        options: dict[str, Any] = {"clean_set": self.clean_set, "select_on": self.select_on, "encoder": None,
+                                   "noisy_labels": False}
         if self.role == "post_processor":
             for key in RUNNER_OPTIONS:
                 if key in estimator_params:
@@ -91,6 +95,10 @@ class Component:
             raise ValueError(f"encoder: must be 'classifier' or absent, got {options['encoder']!r}")
         if options["encoder"] is not None and not self.takes_encoder:
             raise ValueError(f"encoder: {self.name} has no data encoder to start from the classifier's trunk")
+        if not isinstance(options["noisy_labels"], bool):
+            raise ValueError(f"noisy_labels: must be true or false, got {options['noisy_labels']!r}")
+        if options["noisy_labels"] and not self.takes_encoder:
+            raise ValueError(f"noisy_labels: {self.name} takes no training labels (only LSNPC's variants do)")
         return options, estimator_params
 
 

@@ -236,6 +236,8 @@ def _run_processor(
                           pred_probs_clean=probs["val1"])
         if options["select_on"] == "clean":
             kwargs.update(X_val=data.X["val0"], y_val=data.Y_clean["val0"], pred_probs_val=probs["val0"])
+        if options["noisy_labels"]:  # the labels the base classifier was trained on
+            kwargs.update(labels=data.Y_noisy["train"])
         processor.fit(data.X["train"], probs["train"], **kwargs)
         fit_s = time.perf_counter() - start
         start = time.perf_counter()
