@@ -193,7 +193,8 @@ def main() -> None:
     parser.add_argument("--noise", nargs="+", default=list(NOISES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=None, choices=METHODS,
-                        help="default: lsnpc lsnpc-noval lsnpc-paper lsnpc-paper-noval (with --report: all in --out)")
+                        help="default: lsnpc lsnpc-labels lsnpc-noval lsnpc-labels-noval lsnpc-paper "
+                             "lsnpc-paper-noval (with --report: all in --out)")
     parser.add_argument("--data-home", default=str(DEFAULT_HOME))
     parser.add_argument("--text-pool", type=int, default=4000, help="texts drawn from each split of a text set")
     parser.add_argument("--feature-cache", default=None, help="feature cache folder (default: lsnpc's)")
@@ -207,7 +208,8 @@ def main() -> None:
     out = None if args.out is None else args.out[0]
     if not args.report:
         args.datasets = args.datasets or ["scene"]
-        args.methods = args.methods or ["lsnpc", "lsnpc-noval", "lsnpc-paper", "lsnpc-paper-noval"]
+        args.methods = args.methods or ["lsnpc", "lsnpc-labels", "lsnpc-noval", "lsnpc-labels-noval", "lsnpc-paper",
+                                        "lsnpc-paper-noval"]
         done = {(*_key(r), r["method"]) for r in rows}
         tasks = []
         for dataset in args.datasets:

@@ -123,3 +123,23 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     ours = library["lsnpc-labels-noval"]
     assert rules["labels"]["prior@0.25"]["f1"] == [ours["micro"], ours["macro"]]
     assert rules["base"] == [library["base"]["micro"], library["base"]["macro"]]
+
+
+def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_only_fit():
+    """``lsnpc-labels`` hands LSNPC val0 and the noisy labels; 160 rows give 8 validation rows, too few
+    to choose on, so the noisy labels choose and the result is ``lsnpc-labels-noval``'s to the bit; the
+    plain ``lsnpc`` (val0 alone) is another fit."""
+    import torch
+    from bench_quality import run_setting
+
+    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
+    threads = torch.get_num_threads()
+    try:
+        rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0,
+                                                    ("lsnpc", "lsnpc-labels", "lsnpc-labels-noval"), "", 0, None)}
+    finally:
+        torch.set_num_threads(threads)
+    both, alone, val = rows["lsnpc-labels"], rows["lsnpc-labels-noval"], rows["lsnpc"]
+    assert (both["micro"], both["macro"], both["epoch"]) == (alone["micro"], alone["macro"], alone["epoch"])
+    assert both["epochs"] == alone["epochs"] == val["epochs"]  # 2,000 steps either way
+    assert (val["micro"], val["macro"], val["epoch"]) != (both["micro"], both["macro"], both["epoch"])
