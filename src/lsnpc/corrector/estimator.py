@@ -382,7 +382,8 @@ class LSNPC(BaseEstimator):
             )
         # given the noisy labels, a validation set the guard cannot test (fewer than MIN_VAL_ROWS rows) does
         # not choose the epoch or the student's either: the noisy labels of 10% of the training rows do
-        # (README, "Small validation sets"); an explicit selection="val_f1" keeps it
+        # (README, "Noisy labels beside a validation set too small to test"); an explicit selection="val_f1"
+        # keeps it
         too_few = given is not None and val_usable and len(val[1]) < MIN_VAL_ROWS and selection == "auto"
         if too_few:
             val_usable = False
