@@ -253,6 +253,9 @@ class LSNPC(BaseEstimator):
         20 epochs, batch 32, AdamW lr 2e-4, weight decay 1e-5, β 0.01, η 0.5, ν = ν0 = 2.01, cosine
         annealing with a 10-epoch period stepped per epoch, epoch chosen by clean validation micro-F1
         (or noisy ELBO without one), no student, no guard: the output is the correction equation alone.
+        The paper has no ``labels=``: given them, ``selection="auto"`` lets them choose where no validation
+        triple of at least 20 rows does, as for the defaults; pass ``selection="val_f1"`` to keep a small
+        validation set choosing.
         Pass ``encoder=base.trunk_`` to start from the base model's backbone as the paper does; without it
         LSNPC's own encoder is warm-started on the probabilities.
         """
