@@ -205,7 +205,7 @@ def test_datasets_list_and_experiment_plan(tmp_path: Path) -> None:
         assert name in listing.stdout
     plan = lsnpc("experiment", "plan", REPO / "configs" / "offline.yaml", "--results", tmp_path)
     assert plan.returncode == 0, plan.stderr
-    assert "400 runs" in plan.stdout and "100 group(s) to run" in " ".join(plan.stdout.split())
+    assert "500 runs" in plan.stdout and "100 group(s) to run" in " ".join(plan.stdout.split())
 
 
 def test_evaluate_prints_a_table_by_default(tmp_path: Path) -> None:
@@ -295,7 +295,7 @@ def test_json_output_of_listing_and_planning(tmp_path: Path) -> None:
     assert {"synthetic", "scene"} <= {d["name"] for d in listing}
     plan = json.loads(lsnpc("experiment", "plan", REPO / "configs" / "offline.yaml", "--results", tmp_path,
                             "--json").stdout)
-    assert plan["n_runs"] == 400 and plan["n_groups_to_run"] == 100 and plan["n_finished"] == 0
+    assert plan["n_runs"] == 500 and plan["n_groups_to_run"] == 100 and plan["n_finished"] == 0
 
 
 def test_offline_download_is_one_line_and_leaves_no_folder(tmp_path: Path) -> None:
