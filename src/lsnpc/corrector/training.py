@@ -145,6 +145,7 @@ class _Selector:
     def score(self, model: LatentShiftModel) -> dict[str, float]:
         model.eval()
         out: dict[str, float] = {}
+
         def f1s(X: Any, labels: np.ndarray, probs: Any) -> tuple[float, float]:
             corrected = predict_corrected(model, X, probs, feed=self.config.predict_feed, device=self.data.X.device)
             return f1_micro_macro(labels, corrected)
@@ -188,14 +189,13 @@ def _describe(mode: str, n_val: int, n_holdout: int, n_clean: int = 0) -> str:
     """Which criterion chose the epoch and which labels it used; and whether clean labels were trained on
     (semi-supervised), so "no clean labels" is never said of a model that learnt from some."""
     trained = f"; trained on a clean set of {n_clean} samples (X_clean, y_clean)" if n_clean else ""
+    used = "no clean labels used to choose it" if n_clean else "no clean labels used"
     if mode == "val_f1":
         return f"val_f1: epoch chosen by micro-F1 on {n_val} clean validation labels (X_val, y_val){trained}"
     if mode == "noisy_f1":
-        used = "no clean labels used to choose it" if n_clean else "no clean labels used"
         return (f"noisy_f1: epoch chosen by micro- plus macro-F1 against the observed (noisy) labels of "
                 f"{n_holdout} held-out training rows ({used}){trained}")
     if mode == "noisy_elbo":
-        used = "no clean labels used to choose it" if n_clean else "no clean labels used"
         return f"noisy_elbo: epoch chosen by the ELBO on {n_holdout} held-out noisy samples ({used}){trained}"
     return f"last: the final epoch (no selection, no labels used to choose it){trained}"
 
