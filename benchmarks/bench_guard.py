@@ -31,6 +31,9 @@ Rules with validation:
   discord@3+mean@c  discord@3 with a candidate passed over when the mean of its micro- and macro-F1
            loses to the base model's in ≥ c of the resamples (instead of either of them losing)
 Rules without (modes "noval" and "labels"): prior@b (b the base weight).
+Per-label, in every mode: RULE+rare@c  the library's rule (mode val) or prior@b (b ¼ and ⅓), except that each
+           label whose expected number of positives under the base model on the training rows (Σ_i p_ij) is
+           below c keeps the base model's probabilities (its w is 1)
 
     python benchmarks/bench_guard.py --datasets scene yeast synthetic --train-sizes 500 1500 --out guard.jsonl
     python benchmarks/bench_guard.py --report --out guard.jsonl --groups choose=scene,yeast,synthetic \\
@@ -56,6 +59,7 @@ PRIORS = (0.0, 0.25, 1 / 3, 0.4, 0.5)
 CANDIDATES = (0.0, 1 / 3, 0.5, 1.0)
 THIN_ROWS = (20, 30, 50, 100)
 DISCORD = (3, 5, 10, 20)
+RARE_COUNTS = (3, 10, 30)
 LOSS_MEAN_LEVELS = (0.3, 0.4, 0.5)
 
 
@@ -129,6 +133,15 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
     def f1s(Q: np.ndarray) -> list[float]:
         return [micro_f1(Yt, Q), macro_f1(Yt, Q)]
 
+    expected = P_tr.sum(0)  # (L,) the base model's expected positives of each label on the training rows
+
+    def with_rare(picks: dict, rule: str, w: float, out_test: np.ndarray) -> None:
+        """The rare@c variants of ``rule`` (base weight ``w``): labels expected fewer than c times keep the base."""
+        for c in RARE_COUNTS:
+            per_label = np.where(expected < c, 1.0, w)
+            picks[f"{rule}+rare@{c:g}"] = dict(w=float(per_label.mean()),
+                                              f1=f1s((1 - per_label) * out_test + per_label * P_te))
+
     out = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed, n_val=len(v0),
                base=f1s(P_te), val={}, noval={}, labels={})
     started = time.perf_counter()
@@ -140,6 +153,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
         out["n_discordant"] = picks.pop("n_discordant")
         for rule, w in picks.items():
             out["val"][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+        with_rare(out["val"], "library", picks["library"], out_test)
     for mode, labels in (("noval", None), ("labels", Y_noisy)):
         if mode not in modes:
             continue
@@ -148,6 +162,8 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
         for b in PRIORS:
             w = decide_without_validation(out_train, P_tr, base_weight=b).base_weight
             out[mode][f"prior@{b:.2g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+            if b in (0.25, 1 / 3):
+                with_rare(out[mode], f"prior@{b:.2g}", w, out_test)
     out["seconds"] = time.perf_counter() - started
     return out
 

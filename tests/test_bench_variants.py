@@ -105,7 +105,9 @@ def test_label_issue_tables_say_how_many_mlp_seeds_each_retraining_averages(caps
 def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     """bench_guard's "labels" mode fits ``LSNPC(guard=False, ...)`` with the noisy labels once and lets each
     prior decide; the library's own prior (⅓) must give what bench_quality's ``lsnpc-labels-noval`` gives,
-    the default ``LSNPC()`` fitted with the same labels (the guard decides after training, so the fits agree)."""
+    the default ``LSNPC()`` fitted with the same labels (the guard decides after training, so the fits agree).
+    The per-label ``+rare@c`` variants (not adopted; README) hand the base model the labels it expects fewer
+    than c times on the training rows."""
     import torch
     from bench_guard import run_setting as guard_setting
     from bench_quality import run_setting
@@ -116,12 +118,27 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
         library = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0, ("lsnpc-labels-noval",),
                                                        "", 0, None)}
         rules = guard_setting(spec, "full", "symmetric", 0.3, 0, "", ("labels",))
+        # labels that are rare without noise: some are expected fewer than 30 times under the base model
+        rare_rules = guard_setting("synthetic[n_labels=19,max_frequency=0.15,n_features=260,n_train=300,n_test=200]",
+                                   "full", "symmetric", 0.0, 0, "", ("noval",))["noval"]
     finally:
         torch.set_num_threads(threads)
-    assert rules["val"] == {} and rules["noval"] == {} and set(rules["labels"]) == {
-        "prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
+    priors = {"prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
+    rare = {f"{p}+rare@{c}" for p in ("prior@0.25", "prior@0.33") for c in (3, 10, 30)}
+    assert rules["val"] == {} and rules["noval"] == {} and set(rules["labels"]) == priors | rare
     ours = library["lsnpc-labels-noval"]
     assert rules["labels"]["prior@0.25"]["f1"] == [ours["micro"], ours["macro"]]
+    # the per-label variants: more labels keep the base model (w = 1) as c grows; where none does, the
+    # variant is the prior itself
+    for prior in ("prior@0.25", "prior@0.33"):
+        ws = [rules["labels"][f"{prior}+rare@{c}"]["w"] for c in (3, 10, 30)]
+        assert rules["labels"][prior]["w"] <= ws[0] <= ws[1] <= ws[2] <= 1.0
+        for c, w in zip((3, 10, 30), ws, strict=True):
+            if w == rules["labels"][prior]["w"]:
+                assert rules["labels"][f"{prior}+rare@{c}"]["f1"] == rules["labels"][prior]["f1"]
+    # ... and the labels expected fewer than 30 times keep the base model's probabilities
+    assert rare_rules["prior@0.33+rare@30"]["w"] > rare_rules["prior@0.33"]["w"]
+    assert rare_rules["prior@0.33+rare@30"]["f1"] != rare_rules["prior@0.33"]["f1"]
     assert rules["base"] == [library["base"]["micro"], library["base"]["macro"]]
 
 
