@@ -31,6 +31,9 @@ Rules with validation:
   discord@3+mean@c  discord@3 with a candidate passed over when the mean of its micro- and macro-F1
            loses to the base model's in ≥ c of the resamples (instead of either of them losing)
 Rules without (modes "noval" and "labels"): prior@b (b the base weight).
+Mode "labels" also: ntest@c  the library's rule there since 2026-11-27: the held-out rows' noisy labels test
+           the output against the ¼ blend, w = 0 unless it loses micro- or macro-F1 to it in ≥ c of the
+           resamples (``guard.decide_with_noisy_labels``; the library's c is 0.5), else ¼; 1 for a collapse
 Per-label, in every mode: RULE+rare@c  the library's rule (mode val) or prior@b (b ¼ and ⅓), except that each
            label whose expected number of positives under the base model on the training rows (Σ_i p_ij) is
            below c keeps the base model's probabilities (its w is 1)
@@ -60,6 +63,7 @@ CANDIDATES = (0.0, 1 / 3, 0.5, 1.0)
 THIN_ROWS = (20, 30, 50, 100)
 DISCORD = (3, 5, 10, 20)
 RARE_COUNTS = (3, 10, 30)
+NOISY_TEST_LEVELS = (0.3, 0.4, 0.5)
 LOSS_MEAN_LEVELS = (0.3, 0.4, 0.5)
 
 
@@ -116,7 +120,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
 
     torch.set_num_threads(1)
     from lsnpc import LSNPC, MLPClassifier, simulate_noise
-    from lsnpc.corrector.guard import decide_without_validation
+    from lsnpc.corrector.guard import decide_with_noisy_labels, decide_without_validation
     from lsnpc.data import paper_splits
     from lsnpc.metrics import macro_f1, micro_f1
 
@@ -164,6 +168,14 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
             out[mode][f"prior@{b:.2g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
             if b in (0.25, 1 / 3):
                 with_rare(out[mode], f"prior@{b:.2g}", w, out_test)
+        if mode == "labels":  # the noisy labels of the rows the fit held out test the output against ¼
+            rows = model._holdout_rows
+            held_out = model._output(X[tr][rows], P_tr[rows])
+            no_label = decide_without_validation(out_train, P_tr, base_weight=0.25)
+            for c in NOISY_TEST_LEVELS:
+                w = decide_with_noisy_labels(Y_noisy[rows], held_out, P_tr[rows], no_label=no_label, confidence=c,
+                                             rng=np.random.default_rng(model.predict_seed_)).base_weight
+                out[mode][f"ntest@{c:g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
     out["seconds"] = time.perf_counter() - started
     return out
 

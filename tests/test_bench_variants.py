@@ -104,8 +104,9 @@ def test_label_issue_tables_say_how_many_mlp_seeds_each_retraining_averages(caps
 
 def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     """bench_guard's "labels" mode fits ``LSNPC(guard=False, ...)`` with the noisy labels once and lets each
-    prior decide; the library's own prior (⅓) must give what bench_quality's ``lsnpc-labels-noval`` gives,
-    the default ``LSNPC()`` fitted with the same labels (the guard decides after training, so the fits agree).
+    rule decide; the library's own rule (the held-out noisy labels test the output against ¼, ``ntest@0.5``)
+    must give what bench_quality's ``lsnpc-labels-noval`` gives, the default ``LSNPC()`` fitted with the same
+    labels (the guard decides after training, so the fits agree).
     The per-label ``+rare@c`` variants (not adopted; README) hand the base model the labels it expects fewer
     than c times on the training rows."""
     import torch
@@ -125,9 +126,11 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
         torch.set_num_threads(threads)
     priors = {"prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
     rare = {f"{p}+rare@{c}" for p in ("prior@0.25", "prior@0.33") for c in (3, 10, 30)}
-    assert rules["val"] == {} and rules["noval"] == {} and set(rules["labels"]) == priors | rare
+    tests = {"ntest@0.3", "ntest@0.4", "ntest@0.5"}
+    assert rules["val"] == {} and rules["noval"] == {} and set(rules["labels"]) == priors | rare | tests
     ours = library["lsnpc-labels-noval"]
-    assert rules["labels"]["prior@0.25"]["f1"] == [ours["micro"], ours["macro"]]
+    assert rules["labels"]["ntest@0.5"]["f1"] == [ours["micro"], ours["macro"]]
+    assert rules["labels"]["ntest@0.5"]["w"] in (0.0, 0.25, 1.0)
     # the per-label variants: more labels keep the base model (w = 1) as c grows; where none does, the
     # variant is the prior itself
     for prior in ("prior@0.25", "prior@0.33"):

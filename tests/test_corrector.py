@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lsnpc import LSNPC, NotFittedError
-from lsnpc.corrector.guard import NO_LABELS_BASE_WEIGHT, NOISY_LABELS_BASE_WEIGHT
+from lsnpc.corrector.guard import NO_LABELS_BASE_WEIGHT, NOISY_LABELS_BASE_WEIGHT, NOISY_LABELS_CONFIDENCE
 from lsnpc.metrics import micro_f1
 from tests.conftest import make_noisy_problem, make_toy_multilabel
 
@@ -73,7 +73,7 @@ def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[s
     small = {k: v for k, v in FAST.items() if k != "epochs"}
     model = LSNPC(random_state=0, **small).fit(X, P, labels=noisy)
     assert model.selection_.startswith("noisy_f1") and "40 held-out training rows" in model.selection_
-    assert "no clean labels" in model.selection_ and model.guard_.mode == "no validation labels"
+    assert "no clean labels" in model.selection_ and model.guard_.mode == "noisy labels"
     assert model.epochs_ == math.ceil(2000 / 12)
     trained = [h for h in model.history_ if h["phase"] == "train"]
     scores = [h["holdout_noisy_micro_f1"] + h["holdout_noisy_macro_f1"] for h in trained]
@@ -85,10 +85,14 @@ def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[s
         fit = LSNPC(random_state=0, **FAST).fit(X, P, labels=labels)
         return [h["holdout_noisy_micro_f1"] for h in fit.history_]
 
-    # the guard's prior is ¼ once the noisy labels chose the epoch (⅓ without them), unless set
-    assert model.guard_.base_weight in (pytest.approx(NOISY_LABELS_BASE_WEIGHT), 1.0) and not model.guard_.refused
-    assert LSNPC(random_state=0, guard_base_weight=0.4, **small).fit(X, P, labels=noisy).guard_.base_weight == (
-        pytest.approx(0.4))
+    # once the noisy labels chose the epoch, the labels of the same 40 held-out rows test the output against
+    # the prior ¼ (⅓ without them): w = 0 unless it loses in half of the resamples or more; a prior that
+    # is set is used as it is
+    guard = model.guard_
+    assert guard.n_holdout == 40 and not guard.refused and guard.confidence == NOISY_LABELS_CONFIDENCE == 0.5
+    assert guard.base_weight == (0.0 if guard.loss_support[0.0] < 0.5 else pytest.approx(NOISY_LABELS_BASE_WEIGHT))
+    set_prior = LSNPC(random_state=0, guard_base_weight=0.4, **small).fit(X, P, labels=noisy).guard_
+    assert set_prior.mode == "no validation labels" and set_prior.base_weight == pytest.approx(0.4)
     as_array = scored(noisy)
     assert scored([list(np.flatnonzero(row)) for row in noisy]) == as_array
     assert scored(1 - noisy) != as_array
@@ -127,7 +131,8 @@ def test_noisy_labels_choose_beside_a_validation_set_too_small_to_test(problem: 
     np.testing.assert_array_equal(small.predict_proba(X[350:], P[350:]), alone.predict_proba(X[350:], P[350:]))
     guard = small.guard_
     assert guard.untestable and "fewer than 20 rows" in guard.summary()
-    assert guard.base_weight in (pytest.approx(NOISY_LABELS_BASE_WEIGHT), 1.0)
+    assert "so the held-out rows' noisy labels decided" in guard.summary()
+    assert guard.base_weight == alone.guard_.base_weight and guard.n_holdout == alone.guard_.n_holdout == 30
     # from 20 rows the validation set chooses, and the noisy labels change nothing at all
     enough = fit(MIN_VAL_ROWS)
     same = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:320], y_val=Y[300:320],

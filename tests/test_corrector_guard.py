@@ -12,6 +12,7 @@ from lsnpc.corrector.guard import (
     NO_LABELS_BASE_WEIGHT,
     GuardDecision,
     _counts,
+    decide_with_noisy_labels,
     decide_with_validation,
     decide_without_validation,
     f1_from_counts,
@@ -209,6 +210,43 @@ def test_without_labels_a_plausible_output_gets_the_prior_weight() -> None:
     assert 0.8 < decision.cardinality_ratio < 1.25
 
 
+def _noisy_test_problem(seed: int = 11) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Noisy labels (flipped at 20%) of 200 rows × 6 labels, and a base model that is right 70% of the time."""
+    rng = np.random.default_rng(seed)
+    y = (rng.uniform(size=(200, 6)) < 0.3).astype(int)
+    noisy = np.where(rng.uniform(size=y.shape) < 0.2, 1 - y, y)
+    base = np.where(rng.uniform(size=y.shape) < 0.7, y, 1 - y) * 0.6 + 0.2
+    return y, noisy, base
+
+
+def test_the_noisy_labels_keep_an_output_that_beats_the_prior_blend_whole() -> None:
+    """Given the held-out rows' noisy labels, an output closer to the truth than the base model is kept
+    whole (w = 0); one farther from it keeps the prior; the test never goes past the prior."""
+    y, noisy, base = _noisy_test_problem()
+    better = np.clip(0.8 * y + 0.1, 0, 1)
+    no_label = decide_without_validation(better, base, base_weight=0.25)
+    kept = decide_with_noisy_labels(noisy, better, base, no_label=no_label, confidence=0.4, rng=np.random.default_rng(0))
+    assert kept.base_weight == 0.0 and kept.mode == "noisy labels" and kept.n_holdout == 200
+    assert kept.loss_support[0.0] < 0.4 and not kept.refused
+    assert "200 held-out training rows' noisy labels" in kept.summary() and kept.summary().startswith("LSNPC's output;")
+    worse = np.where(y == 1, 0.45, 0.55)  # wrong everywhere, and unsure: the ¼ blend turns the base model's calls
+    no_label = decide_without_validation(worse, base, base_weight=0.25)
+    assert not no_label.refused
+    held = decide_with_noisy_labels(noisy, worse, base, no_label=no_label, confidence=0.4, rng=np.random.default_rng(0))
+    assert held.base_weight == pytest.approx(0.25) and held.loss_support[0.0] >= 0.4  # never more base than the prior
+    assert GuardDecision.from_dict(json.loads(json.dumps(held.to_dict()))) == held
+
+
+def test_the_noisy_labels_leave_a_refused_output_refused() -> None:
+    y, noisy, base = _noisy_test_problem()
+    collapsed = np.zeros_like(base)
+    no_label = decide_without_validation(collapsed, base, base_weight=0.25)
+    assert no_label.refused
+    decision = decide_with_noisy_labels(noisy, collapsed, base, no_label=no_label, confidence=0.4,
+                                        rng=np.random.default_rng(0))
+    assert decision == no_label and decision.base_weight == 1.0
+
+
 @pytest.mark.parametrize("collapse", ["nothing", "everything"])
 def test_without_labels_a_collapsed_output_is_refused(collapse: str) -> None:
     rng = np.random.default_rng(8)
@@ -244,6 +282,7 @@ def test_the_decision_round_trips_through_json() -> None:
         (lambda d: d.update(reason=3), r"guard_\.reason"),
         (lambda d: d.update(n_val=0), r"guard_\.n_val"),
         (lambda d: d.update(n_discordant=-1), r"guard_\.n_discordant"),
+        (lambda d: d.update(n_holdout=True), r"guard_\.n_holdout"),
         (lambda d: d.update(n_val_positives=1.5), r"guard_\.n_val_positives"),
         (lambda d: d.update(untestable=1), r"guard_\.untestable"),
         (lambda d: d.update(gain_interval_90=[0.1]), r"guard_\.gain_interval_90"),

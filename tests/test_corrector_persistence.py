@@ -59,6 +59,21 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
     assert loaded.get_params() == {**fitted.get_params(), "device": "cpu"}
 
 
+def test_a_guard_decided_on_the_noisy_labels_round_trips(problem: dict[str, np.ndarray], tmp_path: Path) -> None:
+    """A fit given the noisy labels and no clean ones: its guard tested the output on the held-out rows'
+    noisy labels (mode "noisy labels"); the saved model answers and describes itself the same."""
+    from lsnpc import simulate_noise
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    noisy = simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]
+    fitted = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=noisy)
+    assert fitted.guard_.mode == "noisy labels" and fitted.guard_.n_holdout == 30
+    fitted.save(tmp_path / "model")
+    loaded = LSNPC.load(tmp_path / "model")
+    assert loaded.guard_ == fitted.guard_ and loaded.guard_.summary() == fitted.guard_.summary()
+    np.testing.assert_array_equal(loaded.predict_proba(X[TEST], P[TEST]), fitted.predict_proba(X[TEST], P[TEST]))
+
+
 def test_save_never_replaces_what_it_did_not_write(fitted: LSNPC, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     project = tmp_path / "project"

@@ -83,8 +83,8 @@ def demo(
              f"{first_row['noise_realised_rate']:.1%}), seed {seed}")
     console.print(_metrics_table(title, rows, metrics))
     console.print("base MLP: trained on noisy labels; + KNN / + LSNPC: its test probabilities corrected "
-                  "without any clean label (LSNPC's epoch chosen on the noisy training labels). Higher is "
-                  "better except Hamming and ranking loss; the best of each column is green.")
+                  "without any clean label (LSNPC's epoch chosen, and its output tested, on the noisy training "
+                  "labels). Higher is better except Hamming and ranking loss; the best of each column is green.")
     console.print(f"took {seconds:.1f} s (features + noise {first_row['time_data_s']:.1f} s, "
                   f"base MLP {first_row['time_classifier_s']:.1f} s, "
                   + ", ".join(f"{names[r['processor_name']][2:]} {r['time_fit_s']:.1f} s"
@@ -118,7 +118,7 @@ def fit(
     labels: Annotated[Path | None, typer.Option(help="The samples' observed (noisy) 0/1 labels, shape (n, L), e.g. "
                                                      "those the classifier was trained on: without --val-* (or "
                                                      "with fewer than 20 validation rows) they choose the "
-                                                     "checkpoint (never trained on).")] = None,
+                                                     "checkpoint and test the output (never trained on).")] = None,
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,

@@ -85,6 +85,7 @@ class TrainResult:
     selection_description: str
     history: list[dict[str, Any]] = field(default_factory=list)
     selection: str = "last"  # the criterion that chose the epoch: "val_f1", "noisy_f1", "noisy_elbo" or "last"
+    holdout_rows: np.ndarray | None = None  # the training rows held out of training to choose it (noisy criteria)
 
 
 def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: int) -> int:
@@ -284,7 +285,7 @@ def train_latent_shift_model(
     its history entry (progress bars); it sees the numbers, it does not change them.
     """
     X, P = data.X, data.P
-    holdout = None
+    holdout = holdout_rows = None
     if selection in ("noisy_elbo", "noisy_f1"):
         n_hold = max(1, int(round(config.holdout_fraction * len(X))))
         if len(X) - n_hold < 2 or n_hold < 2:
@@ -293,6 +294,7 @@ def train_latent_shift_model(
             order = rng.permutation(len(X))
             perm = torch.as_tensor(order, device=device)
             hold_idx, train_idx = perm[:n_hold], perm[n_hold:]
+            holdout_rows = order[:n_hold]
             if selection == "noisy_elbo":
                 holdout = (X[hold_idx], _feed(P[hold_idx], config.train_feed))
             else:
@@ -394,4 +396,5 @@ def train_latent_shift_model(
     n_val = 0 if data.val is None else len(data.val[0])
     n_hold = 0 if holdout is None else len(holdout[0])
     n_clean = 0 if data.clean is None else len(data.clean[0])
-    return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold, n_clean), history, selection)
+    return TrainResult(epochs, selector.best_epoch, _describe(selection, n_val, n_hold, n_clean), history, selection,
+                       holdout_rows)
