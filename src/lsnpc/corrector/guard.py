@@ -91,8 +91,8 @@ import numpy as np
 
 __all__ = [
     "BASE_WEIGHTS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NO_LABELS_BASE_WEIGHT",
-    "GuardDecision",
-    "f1_from_counts", "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
+    "GuardDecision", "f1_from_counts", "decide_with_noisy_labels", "decide_with_validation",
+    "decide_without_validation",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
@@ -128,7 +128,8 @@ class GuardDecision:
     mode : {"validation", "noisy labels", "no validation labels"} or None
         Which evidence the guard had.
     confidence : float or None
-        The ``guard_confidence`` it ran with (validation).
+        The ``guard_confidence`` it ran with (validation), or :data:`NOISY_LABELS_CONFIDENCE` (mode
+        "noisy labels").
     n_val : int or None
         Rows of the validation set.
     n_holdout : int or None
