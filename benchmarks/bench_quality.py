@@ -18,7 +18,8 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch
-  lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1")
+  lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1") and test the
+                     output against the guard's ¼ prior
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)
