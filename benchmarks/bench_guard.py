@@ -169,12 +169,13 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
             if b in (0.25, 1 / 3):
                 with_rare(out[mode], f"prior@{b:.2g}", w, out_test)
         if mode == "labels":  # the noisy labels of the rows the fit held out test the output against ¼
-            rows = model._holdout_rows
-            held_out = model._output(X[tr][rows], P_tr[rows])
+            rows = model._holdout_rows  # None where too few rows to hold any out: the prior stands, as in the library
             no_label = decide_without_validation(out_train, P_tr, base_weight=0.25)
+            held_out = None if rows is None else model._output(X[tr][rows], P_tr[rows])
             for c in NOISY_TEST_LEVELS:
-                w = decide_with_noisy_labels(Y_noisy[rows], held_out, P_tr[rows], no_label=no_label, confidence=c,
-                                             rng=np.random.default_rng(model.predict_seed_)).base_weight
+                w = no_label.base_weight if rows is None else decide_with_noisy_labels(
+                    Y_noisy[rows], held_out, P_tr[rows], no_label=no_label, confidence=c,
+                    rng=np.random.default_rng(model.predict_seed_)).base_weight
                 out[mode][f"ntest@{c:g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
     out["seconds"] = time.perf_counter() - started
     return out
