@@ -118,7 +118,8 @@ def fit(
     labels: Annotated[Path | None, typer.Option(help="The samples' observed (noisy) 0/1 labels, shape (n, L), e.g. "
                                                      "those the classifier was trained on: without --val-* (or "
                                                      "with fewer than 20 validation rows) they choose the "
-                                                     "checkpoint and test the output (never trained on).")] = None,
+                                                     "checkpoint, and without --val-* they also test the output "
+                                                     "(never trained on).")] = None,
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,

@@ -339,7 +339,8 @@ class LSNPC(BaseEstimator):
         labels : array (n, L) 0/1 or lists of label indices, optional
             The observed (noisy) labels of the training rows, e.g. those the base classifier was trained
             on. Without clean validation labels they choose the epoch ("noisy_f1": F1 against them on a
-            held-out slice of the rows), and so they do beside a validation triple of fewer than 20 rows,
+            held-out slice of the rows) and test the output against the guard's prior on the same rows
+            (see ``guard_base_weight``), and they choose it beside a validation triple of fewer than 20 rows,
             which is then left to the guard alone (it can test nothing there either: the no-label rule
             decides, with the noisy labels' prior). LSNPC never trains on them.
         X_clean, y_clean, pred_probs_clean : arrays (n_c, d), (n_c, L) 0/1, (n_c, L), optional

@@ -325,6 +325,17 @@ def _counts(y_true: np.ndarray, pred: np.ndarray, weights: np.ndarray) -> tuple[
     return weights @ (y * p), weights @ ((1 - y) * p), weights @ (y * (1 - p))
 
 
+def _resamples(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap resample counts (n_boot, n): how often each of n rows is drawn in each resample."""
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+
+
+def _loses(scores: tuple[np.ndarray, np.ndarray], reference: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Per resample, whether a candidate's (micro-F1, macro-F1) lost either one to the reference's."""
+    (micro, macro), (ref_micro, ref_macro) = scores, reference
+    return (micro < ref_micro - 1e-12) | (macro < ref_macro - 1e-12)
+
+
 def f1_from_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(micro-F1, macro-F1) along the last axis (labels) of count arrays (..., L).
 
@@ -363,7 +374,7 @@ def decide_with_validation(
     n = len(y_val)
     n_discordant = int(((output >= threshold) != (base >= threshold)).sum())
     n_positives = int(np.count_nonzero(y_val))
-    weights = np.vstack([np.ones((1, n)), rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)])
+    weights = np.vstack([np.ones((1, n)), _resamples(n, n_boot, rng)])
     scores = {}
     for w in BASE_WEIGHTS:
         pred = ((1 - w) * output + w * base) >= threshold
@@ -372,9 +383,7 @@ def decide_with_validation(
     loss_support: dict[float, float] = {}
     chosen = 1.0
     for w in BASE_WEIGHTS[:-1]:
-        micro, macro = scores[w]
-        loses = (micro < base_micro - 1e-12) | (macro < base_macro - 1e-12)
-        loss_support[w] = float(loses[1:].mean())
+        loss_support[w] = float(_loses(scores[w], scores[1.0])[1:].mean())
         if loss_support[w] < confidence:
             chosen = w
             break
@@ -436,11 +445,10 @@ def decide_with_noisy_labels(
         return no_label
     prior = no_label.base_weight
     n = len(y_noisy)
-    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
-    micro, macro = f1_from_counts(*_counts(y_noisy, output >= threshold, weights))
-    blend_micro, blend_macro = f1_from_counts(*_counts(y_noisy, ((1 - prior) * output + prior * base) >= threshold,
-                                                       weights))
-    support = float(((micro < blend_micro - 1e-12) | (macro < blend_macro - 1e-12)).mean())
+    weights = _resamples(n, n_boot, rng)
+    kept = f1_from_counts(*_counts(y_noisy, output >= threshold, weights))
+    blended = f1_from_counts(*_counts(y_noisy, ((1 - prior) * output + prior * base) >= threshold, weights))
+    support = float(_loses(kept, blended).mean())
     w = 0.0 if support < confidence else prior
     return replace(
         no_label, blend=1.0 - w, mode="noisy labels", confidence=confidence, n_holdout=n,
