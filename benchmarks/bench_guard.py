@@ -31,6 +31,10 @@ Rules with validation:
   discord@3+mean@c  discord@3 with a candidate passed over when the mean of its micro- and macro-F1
            loses to the base model's in ≥ c of the resamples (instead of either of them losing)
 Rules without (modes "noval" and "labels"): prior@b (b the base weight).
+Mode "noval" also (not adopted, README "Not adopted: no blend where the labels are sparse"; the collapse
+check kept: a refused output is the base model's for every label):
+  sparse0@t  per label: w = 0 where the label's mean base probability on the training rows is below t, ⅓ elsewhere
+  dense@d    per data set: ⅓ where the mean base probability over all entries on the training rows is ≥ d, else 0
 Mode "labels" also: ntest@c  the library's rule there since 2026-11-27: the held-out rows' noisy labels test
            the output against the ¼ blend, w = 0 unless it loses micro- or macro-F1 to it in ≥ c of the
            resamples (``guard.decide_with_noisy_labels``; the library's c is 0.5), else ¼; 1 for a collapse
@@ -65,6 +69,8 @@ DISCORD = (3, 5, 10, 20)
 RARE_COUNTS = (3, 10, 30)
 NOISY_TEST_LEVELS = (0.3, 0.4, 0.5)
 LOSS_MEAN_LEVELS = (0.3, 0.4, 0.5)
+SPARSE_LEVELS = (0.05, 0.1, 0.2)
+DENSE_LEVELS = (0.1, 0.15, 0.2)
 
 
 def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int,
@@ -168,6 +174,18 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
             out[mode][f"prior@{b:.2g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
             if b in (0.25, 1 / 3):
                 with_rare(out[mode], f"prior@{b:.2g}", w, out_test)
+        if mode == "noval":  # the ⅓ prior by label or by data set, from the base model's probabilities alone
+            no_label = decide_without_validation(out_train, P_tr, base_weight=1 / 3)
+            mean_p = P_tr.mean(0)  # (L,) each label's mean base probability on the training rows
+            for t in SPARSE_LEVELS:
+                per_label = np.ones_like(mean_p) if no_label.refused else np.where(mean_p < t, 0.0, 1 / 3)
+                out[mode][f"sparse0@{t:g}"] = dict(w=float(per_label.mean()),
+                                                   f1=f1s((1 - per_label) * out_test + per_label * P_te))
+            for d in DENSE_LEVELS:
+                w = no_label.base_weight if no_label.refused or mean_p.mean() >= d else 0.0
+                out[mode][f"dense@{d:g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+            out["noval_stats"] = dict(kept=no_label.kept_base_positives, ratio=no_label.cardinality_ratio,
+                                      density=float(mean_p.mean()), refused=bool(no_label.refused))
         if mode == "labels":  # the noisy labels of the rows the fit held out test the output against ¼
             rows = model._holdout_rows  # None where too few rows to hold any out: the prior stands, as in the library
             no_label = decide_without_validation(out_train, P_tr, base_weight=0.25)

@@ -108,7 +108,9 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     must give what bench_quality's ``lsnpc-labels-noval`` gives, the default ``LSNPC()`` fitted with the same
     labels (the guard decides after training, so the fits agree).
     The per-label ``+rare@c`` variants (not adopted; README) hand the base model the labels it expects fewer
-    than c times on the training rows."""
+    than c times on the training rows. Without labels, ``prior@0.33`` is the library's rule (``lsnpc-noval``, on a
+    19-label problem with mostly empty rows); ``dense@d`` and ``sparse0@t`` (not adopted; README) drop the
+    prior to 0 where the labels are sparse, for the data set or for each sparse label."""
     import torch
     from bench_guard import run_setting as guard_setting
     from bench_quality import run_setting
@@ -120,8 +122,11 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
                                                        "", 0, None)}
         rules = guard_setting(spec, "full", "symmetric", 0.3, 0, "", ("labels",))
         # labels that are rare without noise: some are expected fewer than 30 times under the base model
-        rare_rules = guard_setting("synthetic[n_labels=19,max_frequency=0.15,n_features=260,n_train=300,n_test=200]",
-                                   "full", "symmetric", 0.0, 0, "", ("noval",))["noval"]
+        sparse = "synthetic[n_labels=19,max_frequency=0.15,n_features=260,n_train=300,n_test=200]"
+        sparse_rules = guard_setting(sparse, "full", "symmetric", 0.0, 0, "", ("noval",))
+        rare_rules = sparse_rules["noval"]
+        no_labels = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0, ("lsnpc-noval",),
+                                                         "", 0, None)}["lsnpc-noval"]
     finally:
         torch.set_num_threads(threads)
     priors = {"prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
@@ -143,6 +148,18 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     assert rare_rules["prior@0.33+rare@30"]["w"] > rare_rules["prior@0.33"]["w"]
     assert rare_rules["prior@0.33+rare@30"]["f1"] != rare_rules["prior@0.33"]["f1"]
     assert rules["base"] == [library["base"]["micro"], library["base"]["macro"]]
+    # without labels the library is the ⅓ prior (or 1 for a collapse)
+    assert rare_rules["prior@0.33"]["f1"] == [no_labels["micro"], no_labels["macro"]]
+    assert rare_rules["prior@0.33"]["w"] == pytest.approx(no_labels["base_weight"])
+    # the mean base probability there is far below 0.1, so every dense@d is the prior 0 (the same collapse
+    # check), and sparse0@t gives the labels below t the prior 0: the more, the larger t
+    refused = sparse_rules["noval_stats"]["refused"]
+    assert sparse_rules["noval_stats"]["density"] < 0.1
+    for d in ("0.1", "0.15", "0.2"):
+        assert rare_rules[f"dense@{d}"] == rare_rules["prior@0"]
+        assert rare_rules[f"dense@{d}"]["w"] == (1.0 if refused else 0.0)
+    assert refused or rare_rules["sparse0@0.2"]["w"] <= rare_rules["sparse0@0.05"]["w"] <= 1 / 3
+    assert refused or rare_rules["sparse0@0.2"]["w"] < 1 / 3
 
 
 def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_only_fit():
