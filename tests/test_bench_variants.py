@@ -183,3 +183,42 @@ def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_
     assert (both["micro"], both["macro"]) != (alone["micro"], alone["macro"])
     assert both["epochs"] == alone["epochs"] == val["epochs"]  # 2,000 steps either way
     assert (val["micro"], val["macro"], val["epoch"]) != (both["micro"], both["macro"], both["epoch"])
+
+
+def test_grid_bar_terms_from_a_results_directory(tmp_path):
+    """``grid_bar.py`` reads a results directory and gives, per post-processor, the mean Δ over the noisy
+    settings and the worst setting there and at 0%, each Δ the mean over seeds against the base model's
+    mean (F1 points); its command line prints them, and a directory without base runs is an error naming it."""
+    import subprocess
+
+    from grid_bar import bar_terms
+
+    from lsnpc.experiments.store import ResultsStore, load_results
+
+    store = ResultsStore(tmp_path / "results")
+    values = {  # (dataset, kind, rate): {processor: [(micro, macro) per seed]}
+        ("scene", "symmetric", 0.3): {"none": [(0.50, 0.40), (0.60, 0.40)], "lsnpc": [(0.70, 0.45), (0.80, 0.45)]},
+        ("scene", "pairflip", 0.5): {"none": [(0.40, 0.30), (0.40, 0.30)], "lsnpc": [(0.41, 0.28), (0.41, 0.29)]},
+        ("yeast", "symmetric", 0.0): {"none": [(0.60, 0.35), (0.62, 0.35)], "lsnpc": [(0.60, 0.34), (0.61, 0.34)]},
+    }
+    for (dataset, kind, rate), by_processor in values.items():
+        for processor, seeds in by_processor.items():
+            for seed, (micro, macro) in enumerate(seeds):
+                store.write({"run_id": f"{dataset}-{kind}-{rate}-{processor}-{seed}", "experiment": "t",
+                             "dataset": dataset, "noise_kind": kind, "noise_rate": rate, "classifier": "mlp",
+                             "processor": processor, "seed": seed, "micro_f1": micro, "macro_f1": macro})
+    terms = bar_terms(load_results(tmp_path / "results")).set_index("processor")
+    row = terms.loc["lsnpc"]
+    assert row.settings == 3 and row.seeds == 2
+    # noisy: scene sym 30% Δ (+20, +5), scene pair 50% Δ (+1, -1.5); at 0% yeast Δ (-0.5, -1)
+    assert row.mean_micro == pytest.approx((20 + 1) / 2) and row.mean_macro == pytest.approx((5 - 1.5) / 2)
+    assert row.worst == pytest.approx(-1.5) and row.worst_setting == "scene pairflip 50%"
+    assert row.worst_clean == pytest.approx(-1.0) and row.worst_clean_setting == "yeast symmetric 0%"
+    assert "none" not in terms.index
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "grid_bar.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "results")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    line = "| mlp | lsnpc | 3 | 2 | +10.50 | +1.75 | -1.50 (scene pairflip 50%) | -1.00 (yeast symmetric 0%) |"
+    assert line in done.stdout
+    with pytest.raises(ValueError, match="'base'"):
+        bar_terms(load_results(tmp_path / "results"), base="base")
