@@ -31,10 +31,14 @@ Rules with validation:
   discord@3+mean@c  discord@3 with a candidate passed over when the mean of its micro- and macro-F1
            loses to the base model's in ≥ c of the resamples (instead of either of them losing)
 Rules without (modes "noval" and "labels"): prior@b (b the base weight).
-Mode "noval" also (not adopted, README "Not adopted: no blend where the labels are sparse"; the collapse
-check kept: a refused output is the base model's for every label):
+Mode "noval" also (the collapse check kept: a refused output is the base model's for every label; the library's
+rule without any label since 2026-11-27 is dense|sharp@0.4, README "No blend with an uninformative base model
+on sparse labels"; the others were not adopted):
   sparse0@t  per label: w = 0 where the label's mean base probability on the training rows is below t, ⅓ elsewhere
   dense@d    per data set: ⅓ where the mean base probability over all entries on the training rows is ≥ d, else 0
+  sharp@s    per data set: ⅓ where the base model's probabilities on the training rows resolve at least a share s
+             of the labels' Bernoulli variance (Σ_k var_i p_ik / Σ_k m_k(1 − m_k), m_k the mean), else 0;
+             dense|sharp@s: ⅓ where either dense@0.1 or sharp@s keeps it
 Mode "labels" also: ntest@c  the library's rule there since 2026-11-27: the held-out rows' noisy labels test
            the output against the ¼ blend, w = 0 unless it loses micro- or macro-F1 to it in ≥ c of the
            resamples (``guard.decide_with_noisy_labels``; the library's c is 0.5), else ¼; 1 for a collapse
@@ -71,6 +75,7 @@ NOISY_TEST_LEVELS = (0.3, 0.4, 0.5)
 LOSS_MEAN_LEVELS = (0.3, 0.4, 0.5)
 SPARSE_LEVELS = (0.05, 0.1, 0.2)
 DENSE_LEVELS = (0.1, 0.15, 0.2)
+SHARP_LEVELS = (0.2, 0.3, 0.4)
 
 
 def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int,
@@ -126,7 +131,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
 
     torch.set_num_threads(1)
     from lsnpc import LSNPC, MLPClassifier, simulate_noise
-    from lsnpc.corrector.guard import decide_with_noisy_labels, decide_without_validation
+    from lsnpc.corrector.guard import base_density, base_sharpness, decide_with_noisy_labels, decide_without_validation
     from lsnpc.data import paper_splits
     from lsnpc.metrics import macro_f1, micro_f1
 
@@ -184,8 +189,14 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
             for d in DENSE_LEVELS:
                 w = no_label.base_weight if no_label.refused or mean_p.mean() >= d else 0.0
                 out[mode][f"dense@{d:g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+            sharp = base_sharpness(P_tr)  # the share of the labels' variance the base probabilities resolve
+            for s0 in SHARP_LEVELS:
+                for rule, keep in ((f"sharp@{s0:g}", sharp >= s0),
+                                   (f"dense|sharp@{s0:g}", sharp >= s0 or base_density(P_tr) >= 0.1)):
+                    w = no_label.base_weight if no_label.refused or keep else 0.0
+                    out[mode][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
             out["noval_stats"] = dict(kept=no_label.kept_base_positives, ratio=no_label.cardinality_ratio,
-                                      density=float(mean_p.mean()), refused=bool(no_label.refused))
+                                      density=base_density(P_tr), refused=bool(no_label.refused), sharpness=sharp)
         if mode == "labels":  # the noisy labels of the rows the fit held out test the output against ¼
             rows = model._holdout_rows  # None where too few rows to hold any out: the prior stands, as in the library
             no_label = decide_without_validation(out_train, P_tr, base_weight=0.25)

@@ -108,8 +108,9 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     must give what bench_quality's ``lsnpc-labels-noval`` gives, the default ``LSNPC()`` fitted with the same
     labels (the guard decides after training, so the fits agree).
     The per-label ``+rare@c`` variants (not adopted; README) hand the base model the labels it expects fewer
-    than c times on the training rows. Without labels, ``prior@0.33`` is the library's rule (``lsnpc-noval``, on a
-    19-label problem with mostly empty rows); ``dense@d`` and ``sparse0@t`` (not adopted; README) drop the
+    than c times on the training rows. Without labels, ``dense|sharp@0.4`` is the library's rule (``lsnpc-noval``, on a
+    19-label problem with mostly empty rows: the prior 0 where the labels are sparse and the base model's
+    probabilities resolve little, else ⅓); ``dense@d`` and ``sparse0@t`` (not adopted; README) drop the
     prior to 0 where the labels are sparse, for the data set or for each sparse label."""
     import torch
     from bench_guard import run_setting as guard_setting
@@ -148,9 +149,13 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     assert rare_rules["prior@0.33+rare@30"]["w"] > rare_rules["prior@0.33"]["w"]
     assert rare_rules["prior@0.33+rare@30"]["f1"] != rare_rules["prior@0.33"]["f1"]
     assert rules["base"] == [library["base"]["micro"], library["base"]["macro"]]
-    # without labels the library is the ⅓ prior (or 1 for a collapse)
-    assert rare_rules["prior@0.33"]["f1"] == [no_labels["micro"], no_labels["macro"]]
-    assert rare_rules["prior@0.33"]["w"] == pytest.approx(no_labels["base_weight"])
+    # without labels the library is dense|sharp@0.4: the prior 0 on sparse labels with a vague base model,
+    # else ⅓ (or 1 for a collapse)
+    stats = sparse_rules["noval_stats"]
+    assert rare_rules["dense|sharp@0.4"]["f1"] == [no_labels["micro"], no_labels["macro"]]
+    assert rare_rules["dense|sharp@0.4"]["w"] == pytest.approx(no_labels["base_weight"])
+    weak = stats["density"] < 0.1 and stats["sharpness"] < 0.4
+    assert rare_rules["dense|sharp@0.4"] == rare_rules["prior@0" if weak else "prior@0.33"]
     # the mean base probability there is far below 0.1, so every dense@d is the prior 0 (the same collapse
     # check), and sparse0@t gives the labels below t the prior 0: the more, the larger t
     refused = sparse_rules["noval_stats"]["refused"]

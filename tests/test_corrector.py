@@ -62,6 +62,41 @@ def test_without_clean_labels_selects_on_noisy_elbo(problem: dict[str, np.ndarra
     assert model.guard_.base_weight in (pytest.approx(NO_LABELS_BASE_WEIGHT), 1.0)
 
 
+def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_blended_in(
+    problem: dict[str, np.ndarray],
+) -> None:
+    """``fit(X, P)`` alone, where the labels are sparse (mean base probability below 0.1) and the base
+    model's probabilities resolve little of their variance (sharpness below 0.4): the prior is 0 (the
+    output is kept whole). A sharp base model, a validation triple (even one too small to test), the noisy
+    labels or a prior that is set keep the blend."""
+    from lsnpc.corrector.guard import base_density, base_sharpness
+
+    X = problem["X"]
+    # ten labels, each on the 8% of rows highest along a direction of X; vague base probabilities
+    rng = np.random.default_rng(0)
+    scores = X @ rng.normal(size=(X.shape[1], 10))
+    labels = (scores > np.quantile(scores, 0.92, axis=0)).astype(int)
+    vague = np.clip(0.5 * labels + 0.04 + rng.normal(0, 0.08, labels.shape), 0, 1).astype(np.float32)
+    sharp = np.clip(0.9 * labels + 0.02, 0, 1).astype(np.float32)
+    assert base_density(vague[:200]) < 0.1 and base_sharpness(vague[:200]) < 0.4 <= base_sharpness(sharp[:200])
+    guard = LSNPC(random_state=0, n_threads=1).fit(X[:200], vague[:200]).guard_  # the toy widths' output collapses
+    assert guard.mode == "no validation labels" and not guard.refused and guard.base_weight == 0.0
+    assert guard.base_density == pytest.approx(base_density(vague[:200]))
+    assert guard.base_sharpness == pytest.approx(base_sharpness(vague[:200]))
+    assert "sparse labels" in guard.summary()
+    kept = LSNPC(random_state=0, n_threads=1).fit(X[:200], sharp[:200]).guard_
+    assert kept.base_weight in (pytest.approx(NO_LABELS_BASE_WEIGHT), 1.0) and "sparse" not in kept.reason
+    set_prior = LSNPC(random_state=0, guard_base_weight=0.4, **FAST).fit(X[:200], vague[:200]).guard_
+    assert set_prior.base_weight in (pytest.approx(0.4), 1.0)
+    with_labels = LSNPC(random_state=0, **FAST).fit(X[:200], vague[:200], labels=labels[:200]).guard_
+    assert "sparse" not in with_labels.reason and (with_labels.refused or with_labels.mode == "noisy labels")
+    # beside a validation triple the guard cannot test (10 rows), the no-label rule keeps its ⅓
+    small_val = LSNPC(random_state=0, **FAST).fit(X[:200], vague[:200], X_val=X[300:310], y_val=labels[300:310],
+                                                  pred_probs_val=vague[300:310]).guard_
+    assert small_val.untestable and "sparse" not in small_val.reason
+    assert small_val.base_weight in (pytest.approx(NO_LABELS_BASE_WEIGHT), 1.0)
+
+
 def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[str, np.ndarray]) -> None:
     """Given the training rows' observed labels and no clean ones, the epoch is the one whose correction
     scores the best micro- plus macro-F1 against the labels of the held-out 10% (the first on ties), on

@@ -10,8 +10,12 @@ from sklearn.metrics import f1_score
 
 from lsnpc.corrector.guard import (
     NO_LABELS_BASE_WEIGHT,
+    NO_LABELS_MIN_DENSITY,
+    NO_LABELS_MIN_SHARPNESS,
     GuardDecision,
     _counts,
+    base_density,
+    base_sharpness,
     decide_with_noisy_labels,
     decide_with_validation,
     decide_without_validation,
@@ -210,6 +214,37 @@ def test_without_labels_a_plausible_output_gets_the_prior_weight() -> None:
     assert 0.8 < decision.cardinality_ratio < 1.25
 
 
+def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_blended_in() -> None:
+    """``uninformed`` (no label at all): where the labels are sparse (mean base probability below 0.1) and
+    the base model's probabilities resolve little of their variance (sharpness below 0.4) the prior is 0;
+    a dense or a sharp base model keeps it, a collapse is refused either way, and with labels (not
+    ``uninformed``) nothing changes (README, "No blend with an uninformative base model on sparse labels")."""
+    rng = np.random.default_rng(5)
+    y = (rng.uniform(size=(400, 10)) < 0.08).astype(float)
+    vague = np.clip(0.25 * y + 0.04 + rng.normal(0, 0.02, y.shape), 0, 1)  # mean ≈ 0.06, little spread
+    sharp = np.clip(0.9 * y + 0.01, 0, 1)  # mean ≈ 0.08, nearly 0 or 1
+    dense = np.clip(0.8 * y + 0.1, 0, 1)  # mean ≈ 0.16
+    assert base_density(vague) < NO_LABELS_MIN_DENSITY == 0.1
+    assert base_sharpness(vague) < NO_LABELS_MIN_SHARPNESS == 0.4
+    assert base_density(sharp) < 0.1 <= 0.4 <= base_sharpness(sharp) and base_density(dense) >= 0.1
+    assert base_sharpness(np.full((5, 3), 0.3)) == 0.0 and base_sharpness(y) == pytest.approx(1.0)
+
+    def decide(base: np.ndarray, output: np.ndarray | None = None, **kw) -> GuardDecision:
+        out = np.clip(base + 0.3 * y, 0, 1) if output is None else output
+        return decide_without_validation(out, base, base_weight=1 / 3, **kw)
+
+    weak = decide(vague, uninformed=True)
+    assert weak.base_weight == 0.0 and not weak.refused and "sparse labels" in weak.summary()
+    assert weak.base_density == pytest.approx(base_density(vague))
+    assert weak.base_sharpness == pytest.approx(base_sharpness(vague))
+    for kept in (decide(sharp, uninformed=True), decide(dense, uninformed=True), decide(vague)):
+        assert kept.base_weight == pytest.approx(1 / 3)
+        assert kept.reason == "prior base weight (no clean labels to test with)"
+    collapsed = decide(vague, np.zeros_like(vague), uninformed=True)
+    assert collapsed.refused and collapsed.base_weight == 1.0
+    assert GuardDecision.from_dict(json.loads(json.dumps(weak.to_dict()))) == weak
+
+
 def _noisy_test_problem(seed: int = 11) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Noisy labels (flipped at 20%) of 200 rows × 6 labels, and a base model that is right 70% of the time."""
     rng = np.random.default_rng(seed)
@@ -287,6 +322,8 @@ def test_the_decision_round_trips_through_json() -> None:
         (lambda d: d.update(untestable=1), r"guard_\.untestable"),
         (lambda d: d.update(gain_interval_90=[0.1]), r"guard_\.gain_interval_90"),
         (lambda d: d.update(cardinality_ratio=-1), r"guard_\.cardinality_ratio"),
+        (lambda d: d.update(base_density=1.2), r"guard_\.base_density must be a number in \[0, 1\]"),
+        (lambda d: d.update(base_sharpness="high"), r"guard_\.base_sharpness must be a number in \[0, 1\]"),
         (lambda d: d.update(evidence_thin="no"), r"guard_\.evidence_thin"),
     ],
 )

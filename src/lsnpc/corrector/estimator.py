@@ -145,7 +145,10 @@ class LSNPC(BaseEstimator):
         Share of bootstrap resamples in which a candidate must lose to the base model to be passed over
         (0.4: when it loses in two resamples of five; 0.5 would wait until it loses more often than not).
     guard_base_weight : float in [0, 1] or "auto"
-        w when no clean validation labels test the output. "auto": ⅓; or, when the noisy training labels
+        w when no clean validation labels test the output. "auto": ⅓ (0 without any label, no validation
+        triple and no ``labels=``, where the labels are sparse and the base model's probabilities resolve
+        little of their variance: ``guard_.base_density`` < 0.1 and ``guard_.base_sharpness`` < 0.4); or,
+        when the noisy training labels
         (``fit(labels=...)``) chose the epoch, those of the held-out rows test the output against ¼: w = 0
         unless the output loses micro- or macro-F1 to the ¼ blend in half of 500 bootstrap resamples or
         more, else ¼ (README, "Noisy labels choose the epoch" and "The noisy labels test the output"). A
@@ -454,7 +457,11 @@ class LSNPC(BaseEstimator):
         if (result.selection == "noisy_f1" and val is None and result.holdout_rows is not None
                 and self.guard_base_weight == "auto"):
             noisy = (result.holdout_rows, given)
-        self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy)
+        # without any label (no validation triple, no noisy labels), a weak base model on sparse labels is not
+        # blended in (guard.py; README, "No blend with an uninformative base model on sparse labels")
+        uninformed = val is None and given is None and self.guard_base_weight == "auto"
+        self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy,
+                                         uninformed=uninformed)
         return self
 
     def _fit_student(
@@ -477,17 +484,18 @@ class LSNPC(BaseEstimator):
     # ------------------------------------------------------------------ guard
     def _decide_guard(
         self, X: np.ndarray, P: np.ndarray, val: tuple[np.ndarray, ...] | None, corrected_train: np.ndarray | None,
-        *, prior: float, noisy: tuple[np.ndarray, np.ndarray] | None = None,
+        *, prior: float, noisy: tuple[np.ndarray, np.ndarray] | None = None, uninformed: bool = False,
     ) -> GuardDecision:
         """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`);
         ``prior``: w where no clean label can test the output; ``noisy``: (held-out row indices, the training
         rows' noisy labels (n, L)) when the noisy labels chose the epoch: they then test the output against
-        the prior."""
+        the prior; ``uninformed``: no label at all (``decide_without_validation``)."""
         if not self.guard:
             return GuardDecision.skipped("guard=False")
 
         def without_labels() -> GuardDecision:
-            decision = decide_without_validation(self._output(X, P, corrected_train), P, base_weight=prior)
+            decision = decide_without_validation(self._output(X, P, corrected_train), P, base_weight=prior,
+                                                 uninformed=uninformed)
             if noisy is None:
                 return decision
             rows, given = noisy
