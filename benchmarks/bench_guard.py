@@ -131,7 +131,9 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
 
     torch.set_num_threads(1)
     from lsnpc import LSNPC, MLPClassifier, simulate_noise
-    from lsnpc.corrector.guard import base_density, base_sharpness, decide_with_noisy_labels, decide_without_validation
+    from lsnpc.corrector.guard import (
+        NO_LABELS_MIN_DENSITY, base_density, base_sharpness, decide_with_noisy_labels, decide_without_validation,
+    )
     from lsnpc.data import paper_splits
     from lsnpc.metrics import macro_f1, micro_f1
 
@@ -189,14 +191,15 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
             for d in DENSE_LEVELS:
                 w = no_label.base_weight if no_label.refused or mean_p.mean() >= d else 0.0
                 out[mode][f"dense@{d:g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+            density = base_density(P_tr)
             sharp = base_sharpness(P_tr)  # the share of the labels' variance the base probabilities resolve
             for s0 in SHARP_LEVELS:
                 for rule, keep in ((f"sharp@{s0:g}", sharp >= s0),
-                                   (f"dense|sharp@{s0:g}", sharp >= s0 or base_density(P_tr) >= 0.1)):
+                                   (f"dense|sharp@{s0:g}", sharp >= s0 or density >= NO_LABELS_MIN_DENSITY)):
                     w = no_label.base_weight if no_label.refused or keep else 0.0
                     out[mode][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
             out["noval_stats"] = dict(kept=no_label.kept_base_positives, ratio=no_label.cardinality_ratio,
-                                      density=base_density(P_tr), refused=bool(no_label.refused), sharpness=sharp)
+                                      density=density, refused=bool(no_label.refused), sharpness=sharp)
         if mode == "labels":  # the noisy labels of the rows the fit held out test the output against ¼
             rows = model._holdout_rows  # None where too few rows to hold any out: the prior stands, as in the library
             no_label = decide_without_validation(out_train, P_tr, base_weight=0.25)

@@ -493,9 +493,10 @@ def base_sharpness(base: np.ndarray) -> float:
     resolve: Σ_k var_i p_ik / Σ_k m_k (1 − m_k), m_k the mean of column k. 0 when every row gets the
     label's mean probability, 1 when every probability is 0 or 1 (and 0 for a base model that predicts
     a constant everywhere)."""
-    mean = base.astype(np.float64).mean(0)
+    wide = base.astype(np.float64)  # one copy: the mean and the variance in double precision
+    mean = wide.mean(0)
     spread = float((mean * (1 - mean)).sum())
-    return min(1.0, float(base.astype(np.float64).var(0).sum() / spread)) if spread > 0 else 0.0
+    return min(1.0, float(wide.var(0).sum() / spread)) if spread > 0 else 0.0
 
 
 def decide_without_validation(
