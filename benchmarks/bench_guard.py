@@ -21,10 +21,14 @@ Rules with validation:
   discord@k  the library's from 9ab58c1 to 61d21c0 (k = 3): loss@0.4, except that when output and base
            model decide differently on fewer than k validation entries, or the validation labels hold no
            positive entry, the no-label rule on the training rows (⅓, or 1 for a collapse) decides
-  library  the library's rule now: loss@0.4, except where ``guard._untestable_because`` finds the
-           validation set cannot test (fewer than 20 rows, no positive entry, fewer than 3 discordant
-           entries: ``thin@20`` and ``discord@3`` together), the no-label rule
-  discord-base@k  the same, handing back the base model instead
+  library  the library's rule from 61d21c0 until rule 12 (2026-11-27): loss@0.4, except where
+           ``guard._untestable_because`` finds the validation set cannot test (fewer than 20 rows, no
+           positive entry, fewer than 3 discordant entries: ``thin@20`` and ``discord@3`` together), the
+           no-label rule with the ⅓ prior (or 1 for a collapse)
+  library+ds  the library's rule since rule 12 (README, "Beside a validation set too small to test"): the
+           same, except that an untestable validation set falls back to the rule without any label,
+           dense|sharp@0.4 below, instead of the ⅓ prior
+  discord-base@k  discord@k, handing back the base model instead
   thin@N   the no-label rule whenever the validation set has fewer than N rows, else loss@0.4
   thin-first@N  below N rows the candidates ⅓, ½, 1 under loss@0.4 (and the collapse check), else loss@0.4
   collapse+loss@0.4  loss@0.4, but w = 1 whenever the no-label collapse check refuses the output
@@ -79,8 +83,9 @@ SHARP_LEVELS = (0.2, 0.3, 0.4)
 
 
 def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed: int,
-                  collapse_w: float) -> dict[str, float]:
-    """The base weight each validation rule picks (``collapse_w``: the no-label rule's on the training rows)."""
+                  collapse_w: float, uninformed_w: float) -> dict[str, float]:
+    """The base weight each validation rule picks (``collapse_w``: the no-label rule's on the training rows
+    with the ⅓ prior; ``uninformed_w``: the rule without any label, dense|sharp@0.4)."""
     from lsnpc.corrector.guard import _counts, _untestable_because, f1_from_counts
 
     n = len(y_val)
@@ -122,6 +127,7 @@ def _rule_weights(y_val: np.ndarray, output: np.ndarray, base: np.ndarray, seed:
         )
     untestable = _untestable_because(n, int(np.count_nonzero(y_val)), discordant)
     picks["library"] = collapse_w if untestable else picks["loss@0.4"]
+    picks["library+ds"] = uninformed_w if untestable else picks["loss@0.4"]
     picks["n_discordant"] = discordant
     return picks
 
@@ -165,8 +171,10 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
     if "val" in modes:
         model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         out_val, out_test = model.predict_proba(X[v0], P_v0), model.predict_proba(Xt, P_te)
-        collapse_w = decide_without_validation(model.predict_proba(X[tr], P_tr), P_tr, base_weight=1 / 3).base_weight
-        picks = _rule_weights(Y[v0], out_val, P_v0, model.predict_seed_, collapse_w)
+        out_train = model.predict_proba(X[tr], P_tr)
+        collapse_w = decide_without_validation(out_train, P_tr, base_weight=1 / 3).base_weight
+        uninformed_w = decide_without_validation(out_train, P_tr, base_weight=1 / 3, uninformed=True).base_weight
+        picks = _rule_weights(Y[v0], out_val, P_v0, model.predict_seed_, collapse_w, uninformed_w)
         out["n_discordant"] = picks.pop("n_discordant")
         for rule, w in picks.items():
             out["val"][rule] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
