@@ -227,3 +227,30 @@ def test_grid_bar_terms_from_a_results_directory(tmp_path):
     assert line in done.stdout
     with pytest.raises(ValueError, match="'base'"):
         bar_terms(load_results(tmp_path / "results"), base="base")
+
+
+def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library():
+    """Beside a validation triple too small to test (300 rows give 15), the library falls back to the rule
+    without labels, sparse rule included: bench_guard's ``library+ds`` is bench_quality's ``lsnpc`` (the
+    default ``LSNPC()`` with val0) on a 19-label problem with mostly empty rows, and ``library`` (the ⅓
+    prior there, the library's rule before 2026-11-27) is not where the sparse rule decides."""
+    import torch
+    from bench_guard import run_setting as guard_setting
+    from bench_quality import run_setting
+
+    sparse = "synthetic[n_labels=19,max_frequency=0.15,n_features=260,n_train=300,n_test=200]"
+    threads = torch.get_num_threads()
+    try:
+        rules = guard_setting(sparse, "full", "symmetric", 0.0, 0, "", ("val", "noval"))
+        library = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0, ("lsnpc",),
+                                                       "", 0, None)}["lsnpc"]
+    finally:
+        torch.set_num_threads(threads)
+    assert rules["n_val"] < 20
+    ours = rules["val"]["library+ds"]
+    assert ours["f1"] == [library["micro"], library["macro"]]
+    assert ours["w"] == pytest.approx(library["base_weight"])
+    stats = rules["noval_stats"]  # the same base model: density and sharpness of its training-row probabilities
+    assert stats["density"] < 0.1 and stats["sharpness"] < 0.4 and not stats["refused"]
+    assert ours["w"] == 0.0 and rules["val"]["library"]["w"] == pytest.approx(1 / 3)
+    assert rules["val"]["library"]["f1"] != ours["f1"]

@@ -457,9 +457,11 @@ class LSNPC(BaseEstimator):
         if (result.selection == "noisy_f1" and val is None and result.holdout_rows is not None
                 and self.guard_base_weight == "auto"):
             noisy = (result.holdout_rows, given)
-        # without any label (no validation triple, no noisy labels), a weak base model on sparse labels is not
-        # blended in (guard.py; README, "No blend with an uninformative base model on sparse labels")
-        uninformed = val is None and given is None and self.guard_base_weight == "auto"
+        # without any label that can test (no noisy labels, and no validation triple or one too small to test), a
+        # weak base model on sparse labels is not blended in (guard.py; README, "No blend with an uninformative
+        # base model on sparse labels" and "Beside a validation set too small to test"). A validation triple that
+        # can test never reaches the no-label rule
+        uninformed = given is None and self.guard_base_weight == "auto"
         self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy,
                                          uninformed=uninformed)
         return self

@@ -44,7 +44,13 @@ written down before the runs on scene, yeast and synthetic at 300–1,500 rows a
 300 and 1,000 rows; confirmed on two new stand-ins, on tmc2007-500, bibtex, delicious and GoEmotions at
 700 rows and on the offline grid (README, "No blend with an uninformative base model on sparse
 labels"). A density rule alone (0 below 0.1) had failed on the offline grid: GoEmotions at 0% noise lost
-2.19 macro-F1 where its base model is sharper.
+2.19 macro-F1 where its base model is sharper. Beside a validation triple that cannot test (below) the
+rule is the same since rule 12: until then 15 clean rows gave the plain ⅓ prior, a worse output than no
+label at all on such data. Chosen by a rule written down before the runs (scene, yeast, synthetic at 300
+and 500 rows, five stand-ins at 300: macro +1.21 → +1.67 on the stand-ins, worst-case terms unchanged)
+and confirmed on tmc2007-500, bibtex, delicious and GoEmotions at 250 rows (+3.59 / +2.03 → +5.23 /
++3.49, worst −0.11, +0.15 at 0%) and three new stand-ins at 300 rows (README, "Beside a validation set
+too small to test").
 
 **Given the noisy training labels** (``fit(labels=...)``, which choose the epoch: "noisy_f1") the prior is
 ¼ (:data:`NOISY_LABELS_BASE_WEIGHT`). Chosen on the same three sets with a rule written down before the
@@ -184,9 +190,9 @@ class GuardDecision:
         rows that LSNPC keeps, and LSNPC's positive labels per row over the base model's expected count.
     base_density, base_sharpness : float or None
         Without validation labels: :func:`base_density` and :func:`base_sharpness` of the base model's
-        probabilities on the training rows. Without any label (no validation triple, no noisy labels)
-        the prior is 0 where both are low (below :data:`NO_LABELS_MIN_DENSITY` and
-        :data:`NO_LABELS_MIN_SHARPNESS`).
+        probabilities on the training rows. Without any label that can test (no noisy labels; no
+        validation triple, or one too small to test) the prior is 0 where both are low (below
+        :data:`NO_LABELS_MIN_DENSITY` and :data:`NO_LABELS_MIN_SHARPNESS`).
     val_base_micro_f1 ... val_chosen_macro_f1 : float or None
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     """
@@ -505,8 +511,9 @@ def decide_without_validation(
     """The base weight without clean labels: the prior ``base_weight``, or 1 for an implausible output.
 
     output, base (n, L): LSNPC's output and the base model's probabilities on the (noisy) training rows.
-    ``uninformed``: the estimator has no label at all; then the prior is 0 instead of ``base_weight`` where
-    the labels are sparse and the base model's probabilities resolve little (:func:`base_density` below
+    ``uninformed``: the estimator has no label that can test the output (no noisy labels; no validation
+    triple, or one that cannot test); then the prior is 0 instead of ``base_weight`` where the labels are
+    sparse and the base model's probabilities resolve little (:func:`base_density` below
     :data:`NO_LABELS_MIN_DENSITY` and :func:`base_sharpness` below :data:`NO_LABELS_MIN_SHARPNESS`). The
     collapse check still refuses.
     """
