@@ -46,6 +46,10 @@ on sparse labels"; the others were not adopted):
 Mode "labels" also: ntest@c  the library's rule there since 2026-11-27: the held-out rows' noisy labels test
            the output against the ¼ blend, w = 0 unless it loses micro- or macro-F1 to it in ≥ c of the
            resamples (``guard.decide_with_noisy_labels``; the library's c is 0.5), else ¼; 1 for a collapse
+           (beside a validation set too small to test, the fit is this one and the ¼ prior stands untested)
+  ds@0.25    rule 13: ¼, but 0 where the sparse rule of the fit without any label (dense|sharp@0.4) drops the
+           blend (beside a validation set too small to test); ds+ntest@0.5: the same before the noisy-label
+           test (without a validation triple)
 Per-label, in every mode: RULE+rare@c  the library's rule (mode val) or prior@b (b ¼ and ⅓), except that each
            label whose expected number of positives under the base model on the training rows (Σ_i p_ij) is
            below c keeps the base model's probabilities (its w is 1)
@@ -217,6 +221,17 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
                     Y_noisy[rows], held_out, P_tr[rows], no_label=no_label, confidence=c,
                     rng=np.random.default_rng(model.predict_seed_)).base_weight
                 out[mode][f"ntest@{c:g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+            # rule 13: the sparse rule of the fit without any label, on the ¼ prior (beside an untestable
+            # validation set) and before the noisy-label test (without one)
+            sparse = decide_without_validation(out_train, P_tr, base_weight=0.25, uninformed=True)
+            out[mode]["ds@0.25"] = dict(w=sparse.base_weight,
+                                        f1=f1s((1 - sparse.base_weight) * out_test + sparse.base_weight * P_te))
+            w = sparse.base_weight if rows is None else decide_with_noisy_labels(
+                Y_noisy[rows], held_out, P_tr[rows], no_label=sparse, confidence=0.5,
+                rng=np.random.default_rng(model.predict_seed_)).base_weight
+            out[mode]["ds+ntest@0.5"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
+            out["labels_stats"] = dict(density=sparse.base_density, sharpness=sparse.base_sharpness,
+                                       refused=bool(sparse.refused))
     out["seconds"] = time.perf_counter() - started
     return out
 
