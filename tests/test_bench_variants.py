@@ -133,10 +133,16 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     priors = {"prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
     rare = {f"{p}+rare@{c}" for p in ("prior@0.25", "prior@0.33") for c in (3, 10, 30)}
     tests = {"ntest@0.3", "ntest@0.4", "ntest@0.5"}
-    assert rules["val"] == {} and rules["noval"] == {} and set(rules["labels"]) == priors | rare | tests
+    sparse_rule = {"ds@0.25", "ds+ntest@0.5"}  # rule 13 (README): the library's ds@0.25 beside an untestable val set
+    assert rules["val"] == {} and rules["noval"] == {}
+    assert set(rules["labels"]) == priors | rare | tests | sparse_rule
     ours = library["lsnpc-labels-noval"]
     assert rules["labels"]["ntest@0.5"]["f1"] == [ours["micro"], ours["macro"]]
     assert rules["labels"]["ntest@0.5"]["w"] in (0.0, 0.25, 1.0)
+    # five dense labels: the sparse rule keeps the prior, so its variants are the rules they start from
+    assert rules["labels_stats"]["density"] >= 0.1
+    assert rules["labels"]["ds@0.25"] == rules["labels"]["prior@0.25"]
+    assert rules["labels"]["ds+ntest@0.5"] == rules["labels"]["ntest@0.5"]
     # the per-label variants: more labels keep the base model (w = 1) as c grows; where none does, the
     # variant is the prior itself
     for prior in ("prior@0.25", "prior@0.33"):
@@ -233,7 +239,8 @@ def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library()
     """Beside a validation triple too small to test (300 rows give 15), the library falls back to the rule
     without labels, sparse rule included: bench_guard's ``library+ds`` is bench_quality's ``lsnpc`` (the
     default ``LSNPC()`` with val0) on a 19-label problem with mostly empty rows, and ``library`` (the ⅓
-    prior there, the library's rule before 2026-11-27) is not where the sparse rule decides."""
+    prior there, the library's rule before rule 12) is not where the sparse rule decides. Given the noisy
+    labels as well (``lsnpc-labels``), it is ``ds@0.25`` of the labels-only fit (rule 13), not its ¼ prior."""
     import torch
     from bench_guard import run_setting as guard_setting
     from bench_quality import run_setting
@@ -241,9 +248,10 @@ def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library()
     sparse = "synthetic[n_labels=19,max_frequency=0.15,n_features=260,n_train=300,n_test=200]"
     threads = torch.get_num_threads()
     try:
-        rules = guard_setting(sparse, "full", "symmetric", 0.0, 0, "", ("val", "noval"))
-        library = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0, ("lsnpc",),
-                                                       "", 0, None)}["lsnpc"]
+        rules = guard_setting(sparse, "full", "symmetric", 0.0, 0, "", ("val", "noval", "labels"))
+        methods = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0, ("lsnpc", "lsnpc-labels"),
+                                                       "", 0, None)}
+        library, with_labels = methods["lsnpc"], methods["lsnpc-labels"]
     finally:
         torch.set_num_threads(threads)
     assert rules["n_val"] < 20
@@ -254,3 +262,8 @@ def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library()
     assert stats["density"] < 0.1 and stats["sharpness"] < 0.4 and not stats["refused"]
     assert ours["w"] == 0.0 and rules["val"]["library"]["w"] == pytest.approx(1 / 3)
     assert rules["val"]["library"]["f1"] != ours["f1"]
+    # given the noisy labels too, the fit is the labels-only one and the same rule drops its ¼ prior: ds@0.25
+    labels = rules["labels"]
+    assert labels["ds@0.25"]["f1"] == [with_labels["micro"], with_labels["macro"]]
+    assert labels["ds@0.25"]["w"] == with_labels["base_weight"] == 0.0
+    assert labels["prior@0.25"]["w"] == pytest.approx(0.25) and labels["prior@0.25"]["f1"] != labels["ds@0.25"]["f1"]

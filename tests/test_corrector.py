@@ -67,8 +67,9 @@ def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_b
 ) -> None:
     """``fit(X, P)`` alone, where the labels are sparse (mean base probability below 0.1) and the base
     model's probabilities resolve little of their variance (sharpness below 0.4): the prior is 0 (the
-    output is kept whole), also beside a validation triple too small to test. A sharp base model, the noisy
-    labels or a prior that is set keep the blend."""
+    output is kept whole), also beside a validation triple too small to test (the noisy labels given or not).
+    A sharp base model, the noisy labels without a validation triple (their own test decides) or a prior
+    that is set keep the blend."""
     from lsnpc.corrector.guard import base_density, base_sharpness
 
     X = problem["X"]
@@ -91,7 +92,7 @@ def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_b
     with_labels = LSNPC(random_state=0, **FAST).fit(X[:200], vague[:200], labels=labels[:200]).guard_
     assert "sparse" not in with_labels.reason and (with_labels.refused or with_labels.mode == "noisy labels")
     # beside a validation triple the guard cannot test (10 rows), the rule without labels decides, sparse rule
-    # included; given the noisy labels too, their prior stands
+    # included, the noisy labels given or not (they then choose the epoch, and their ¼ prior stands elsewhere)
     small = dict(X_val=X[300:310], y_val=labels[300:310], pred_probs_val=vague[300:310])
     small_val = LSNPC(random_state=0, n_threads=1).fit(X[:200], vague[:200], **small).guard_
     assert small_val.mode == "validation" and small_val.untestable and not small_val.refused
@@ -99,8 +100,12 @@ def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_b
     small_sharp = LSNPC(random_state=0, n_threads=1).fit(X[:200], sharp[:200], **small).guard_
     assert small_sharp.untestable and "sparse" not in small_sharp.reason
     assert small_sharp.base_weight in (pytest.approx(NO_LABELS_BASE_WEIGHT), 1.0)
-    small_labels = LSNPC(random_state=0, **FAST).fit(X[:200], vague[:200], labels=labels[:200], **small).guard_
-    assert small_labels.untestable and "sparse" not in small_labels.reason
+    small_labels = LSNPC(random_state=0, n_threads=1).fit(X[:200], vague[:200], labels=labels[:200], **small).guard_
+    assert small_labels.untestable and not small_labels.refused
+    assert small_labels.base_weight == 0.0 and "sparse labels" in small_labels.reason
+    small_labels_sharp = LSNPC(random_state=0, **FAST).fit(X[:200], sharp[:200], labels=labels[:200], **small).guard_
+    assert "sparse" not in small_labels_sharp.reason
+    assert small_labels_sharp.base_weight in (pytest.approx(NOISY_LABELS_BASE_WEIGHT), 1.0)
 
 
 def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[str, np.ndarray]) -> None:

@@ -457,11 +457,12 @@ class LSNPC(BaseEstimator):
         if (result.selection == "noisy_f1" and val is None and result.holdout_rows is not None
                 and self.guard_base_weight == "auto"):
             noisy = (result.holdout_rows, given)
-        # without any label that can test (no noisy labels, and no validation triple or one too small to test), a
-        # weak base model on sparse labels is not blended in (guard.py; README, "No blend with an uninformative
-        # base model on sparse labels" and "Beside a validation set too small to test"). A validation triple that
-        # can test never reaches the no-label rule
-        uninformed = given is None and self.guard_base_weight == "auto"
+        # where no label tests the output, a weak base model on sparse labels is not blended in (guard.py; README,
+        # "No blend with an uninformative base model on sparse labels", "Beside a validation set too small to
+        # test"): without a validation triple, or beside one that cannot test, the noisy labels given or not. Only
+        # the noisy labels' own test (no validation triple) keeps the ¼ prior it was measured with. A validation
+        # triple that can test never reaches the no-label rule
+        uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
         self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy,
                                          uninformed=uninformed)
         return self
