@@ -492,7 +492,7 @@ class LSNPC(BaseEstimator):
         """The base model's weight in the output, and the evidence for it (see :mod:`lsnpc.corrector.guard`);
         ``prior``: w where no clean label can test the output; ``noisy``: (held-out row indices, the training
         rows' noisy labels (n, L)) when the noisy labels chose the epoch: they then test the output against
-        the prior; ``uninformed``: no label at all (``decide_without_validation``)."""
+        the prior; ``uninformed``: no label will test the output (``decide_without_validation``)."""
         if not self.guard:
             return GuardDecision.skipped("guard=False")
 

@@ -536,7 +536,7 @@ def decide_without_validation(
     elif weak:
         reason = (f"prior base weight 0: sparse labels (the base model's mean probability {density:.3g} < "
                   f"{NO_LABELS_MIN_DENSITY:g}) whose probabilities resolve little (sharpness {sharpness:.3g} < "
-                  f"{NO_LABELS_MIN_SHARPNESS:g}), where a blend only raises the threshold (no labels at all)")
+                  f"{NO_LABELS_MIN_SHARPNESS:g}), where a blend only raises the threshold (no label tests the output)")
     else:
         reason = "prior base weight (no clean labels to test with)"
     return GuardDecision(
