@@ -141,9 +141,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
 
     torch.set_num_threads(1)
     from lsnpc import LSNPC, MLPClassifier, simulate_noise
-    from lsnpc.corrector.guard import (
-        NO_LABELS_MIN_DENSITY, base_density, base_sharpness, decide_with_noisy_labels, decide_without_validation,
-    )
+    from lsnpc.corrector.guard import NO_LABELS_MIN_DENSITY, decide_with_noisy_labels, decide_without_validation
     from lsnpc.data import paper_splits
     from lsnpc.metrics import macro_f1, micro_f1
 
@@ -203,8 +201,8 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
             for d in DENSE_LEVELS:
                 w = no_label.base_weight if no_label.refused or mean_p.mean() >= d else 0.0
                 out[mode][f"dense@{d:g}"] = dict(w=w, f1=f1s((1 - w) * out_test + w * P_te))
-            density = base_density(P_tr)
-            sharp = base_sharpness(P_tr)  # the share of the labels' variance the base probabilities resolve
+            # the base model's density and sharpness on the training rows, as the guard computed them
+            density, sharp = no_label.base_density, no_label.base_sharpness
             for s0 in SHARP_LEVELS:
                 for rule, keep in ((f"sharp@{s0:g}", sharp >= s0),
                                    (f"dense|sharp@{s0:g}", sharp >= s0 or density >= NO_LABELS_MIN_DENSITY)):

@@ -145,14 +145,14 @@ class LSNPC(BaseEstimator):
         Share of bootstrap resamples in which a candidate must lose to the base model to be passed over
         (0.4: when it loses in two resamples of five; 0.5 would wait until it loses more often than not).
     guard_base_weight : float in [0, 1] or "auto"
-        w when no clean validation labels test the output. "auto": ⅓ (0 without any label, no validation
-        triple and no ``labels=``, where the labels are sparse and the base model's probabilities resolve
-        little of their variance: ``guard_.base_density`` < 0.1 and ``guard_.base_sharpness`` < 0.4); or,
-        when the noisy training labels
+        w when no clean validation labels test the output. "auto": ⅓; or, when the noisy training labels
         (``fit(labels=...)``) chose the epoch, those of the held-out rows test the output against ¼: w = 0
         unless the output loses micro- or macro-F1 to the ¼ blend in half of 500 bootstrap resamples or
-        more, else ¼ (README, "Noisy labels choose the epoch" and "The noisy labels test the output"). A
-        number given is used as it is, untested.
+        more, else ¼ (README, "Noisy labels choose the epoch" and "The noisy labels test the output").
+        Where no label tests the output at all (no validation triple and no ``labels=``, or a validation
+        triple too small to test, ``labels=`` given or not), w = 0 where the labels are sparse and the
+        base model's probabilities resolve little of their variance (``guard_.base_density`` < 0.1 and
+        ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.

@@ -126,8 +126,8 @@ _N_BOOT = 500
 _THIN_INTERVAL = 0.10  # a 90% bootstrap interval of the F1 difference wider than this: thin evidence
 # the no-label prior w: without any label, and when the noisy training labels chose the epoch
 NO_LABELS_BASE_WEIGHT = 1 / 3
-# fit(X, P) alone: the prior is 0 where the labels are sparse (mean base probability below the first) and the
-# base model's probabilities resolve little of the labels' variance (below the second)
+# where no label tests the output: the prior is 0 where the labels are sparse (mean base probability below the
+# first) and the base model's probabilities resolve little of the labels' variance (below the second)
 NO_LABELS_MIN_DENSITY = 0.1
 NO_LABELS_MIN_SHARPNESS = 0.4
 NOISY_LABELS_BASE_WEIGHT = 1 / 4
