@@ -16,6 +16,9 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-correction   LSNPC(student=False, guard=False): the correction alone, unguarded
   lsnpc-trunk        LSNPC(encoder=base.trunk_)
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
+  lsnpc-valclean     LSNPC() trained on the val0 triple as its clean set (``X_clean``: one pass per epoch)
+                     instead of given it for validation; the epoch and the guard as without clean labels
+                     (rule 14, not adopted: README, "Not adopted: training on a validation set too small")
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch
   lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1") and test the
@@ -54,7 +57,7 @@ DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" /
 VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
             "lsnpc-correction": dict(student=False, guard=False)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
-           "lsnpc-semi", "lsnpc-labels", "lsnpc-labels-noval", "base-clean")
+           "lsnpc-semi", "lsnpc-valclean", "lsnpc-labels", "lsnpc-labels-noval", "base-clean")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
@@ -66,7 +69,7 @@ def make_corrector(method: str, seed: int, trunk):
     name = method.removesuffix("-noval")
     if name in VARIANTS:
         return LSNPC(random_state=seed, **VARIANTS[name])
-    if name in ("lsnpc-semi", "lsnpc-labels"):
+    if name in ("lsnpc-semi", "lsnpc-valclean", "lsnpc-labels"):
         return LSNPC(random_state=seed)
     if name == "lsnpc-trunk":
         return LSNPC(random_state=seed, encoder=trunk)
@@ -171,6 +174,8 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
         kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         if method == "lsnpc-semi":
             kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
+        if method == "lsnpc-valclean":
+            kwargs = dict(X_clean=X[v0], y_clean=Y[v0], pred_probs_clean=P_v0)
         if method in ("lsnpc-labels", "lsnpc-labels-noval"):
             kwargs.update(labels=Y_noisy)
         corrector.fit(X[tr], P_tr, **kwargs)

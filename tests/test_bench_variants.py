@@ -196,6 +196,25 @@ def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_
     assert (val["micro"], val["macro"], val["epoch"]) != (both["micro"], both["macro"], both["epoch"])
 
 
+def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_validating():
+    """``lsnpc-valclean`` (rule 14, not adopted) gives LSNPC the val0 triple as its clean set and no
+    validation triple: the fit runs the schedule of a fit without clean labels (``lsnpc-noval``'s epochs,
+    not the 2,000 steps that validation buys), and the clean pass makes it another fit than that one."""
+    import torch
+    from bench_quality import run_setting
+
+    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
+    threads = torch.get_num_threads()
+    try:
+        rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0,
+                                                    ("lsnpc", "lsnpc-noval", "lsnpc-valclean"), "", 0, None)}
+    finally:
+        torch.set_num_threads(threads)
+    clean, noval, val = rows["lsnpc-valclean"], rows["lsnpc-noval"], rows["lsnpc"]
+    assert clean["epochs"] == noval["epochs"] != val["epochs"]
+    assert (clean["micro"], clean["macro"]) != (noval["micro"], noval["macro"])
+
+
 def test_grid_bar_terms_from_a_results_directory(tmp_path):
     """``grid_bar.py`` reads a results directory and gives, per post-processor, the mean Δ over the noisy
     settings and the worst setting there and at 0%, each Δ the mean over seeds against the base model's
