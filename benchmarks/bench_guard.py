@@ -4,9 +4,11 @@ decides the base model's weight from the same fit, so the rules differ only in t
 Protocol as ``bench_quality.py`` (canonical splits, n training rows, the paper's noise, a base
 ``MLPClassifier``, the ≈5% clean validation triple val0). Per setting:
 
-- with validation labels: ``LSNPC(guard=False)`` fitted with the val0 triple; its output on val0 and on
-  the test split; each rule picks w ∈ {0, ½, 1} on val0 (the library's bootstrap: 500 resamples,
-  the estimator's own seed) and the test output is (1 − w) · output + w · base;
+- with validation labels: ``LSNPC(guard=False, small_val="validate")`` fitted with the val0 triple (it
+  chooses the epoch however few its rows: since rule 15 the library trains on a triple under 20 rows that
+  covers 30% of the labels instead, measured by ``bench_quality.py``'s ``lsnpc`` against ``lsnpc-validate``);
+  its output on val0 and on the test split; each rule picks w ∈ {0, ½, 1} on val0 (the library's bootstrap:
+  500 resamples, the estimator's own seed) and the test output is (1 − w) · output + w · base;
 - without them: ``LSNPC(guard=False)`` fitted without; each prior base weight b, and the collapse check
   on the training rows (``decide_without_validation``), gives the test output;
 - with the noisy training labels only (mode "labels"): the same priors on ``LSNPC(guard=False)`` fitted
@@ -27,7 +29,8 @@ Rules with validation:
            no-label rule with the ⅓ prior (or 1 for a collapse)
   library+ds  the library's rule since rule 12 (README, "Beside a validation set too small to test"): the
            same, except that an untestable validation set falls back to the rule without any label,
-           dense|sharp@0.4 below, instead of the ⅓ prior
+           dense|sharp@0.4 below, instead of the ⅓ prior (``lsnpc-validate`` in bench_quality.py; ``lsnpc``
+           too, except where rule 15 trains on a triple under 20 rows)
   discord-base@k  discord@k, handing back the base model instead
   thin@N   the no-label rule whenever the validation set has fewer than N rows, else loss@0.4
   thin-first@N  below N rows the candidates ⅓, ½, 1 under loss@0.4 (and the collapse check), else loss@0.4
@@ -171,7 +174,8 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
                base=f1s(P_te), val={}, noval={}, labels={})
     started = time.perf_counter()
     if "val" in modes:
-        model = LSNPC(random_state=seed, guard=False).fit(X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
+        model = LSNPC(random_state=seed, guard=False, small_val="validate").fit(
+            X[tr], P_tr, X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         out_val, out_test = model.predict_proba(X[v0], P_v0), model.predict_proba(Xt, P_te)
         out_train = model.predict_proba(X[tr], P_tr)
         collapse_w = decide_without_validation(out_train, P_tr, base_weight=1 / 3).base_weight

@@ -18,7 +18,10 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
   lsnpc-valclean     LSNPC() trained on the val0 triple as its clean set (``X_clean``: one pass per epoch)
                      instead of given it for validation; the epoch and the guard as without clean labels
-                     (rule 14, not adopted: README, "Not adopted: training on a validation set too small")
+                     (rule 14, not adopted: README, "Not adopted: training on a validation set too small";
+                     since rule 15 the default does this below 20 rows where the triple covers 30% of the labels)
+  lsnpc-validate     LSNPC(small_val="validate"): a validation triple under 20 rows always chooses the epoch,
+                     the library before rule 15 (README, "A validation set too small to test is trained on")
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch
   lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1") and test the
@@ -57,7 +60,7 @@ DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" /
 VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
             "lsnpc-correction": dict(student=False, guard=False)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
-           "lsnpc-semi", "lsnpc-valclean", "lsnpc-labels", "lsnpc-labels-noval", "base-clean")
+           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "base-clean")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
@@ -71,6 +74,8 @@ def make_corrector(method: str, seed: int, trunk):
         return LSNPC(random_state=seed, **VARIANTS[name])
     if name in ("lsnpc-semi", "lsnpc-valclean", "lsnpc-labels"):
         return LSNPC(random_state=seed)
+    if name == "lsnpc-validate":
+        return LSNPC(random_state=seed, small_val="validate")
     if name == "lsnpc-trunk":
         return LSNPC(random_state=seed, encoder=trunk)
     if name == "lsnpc-paper":

@@ -177,7 +177,7 @@ def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_
     """``lsnpc-labels`` hands LSNPC val0 and the noisy labels; 160 rows give 8 validation rows, too few
     to choose on, so the noisy labels choose and the fit is ``lsnpc-labels-noval``'s to the bit. Only the
     guard differs: beside the untestable validation set the ¼ prior stands, without one the held-out
-    noisy labels test the output. The plain ``lsnpc`` (val0 alone) is another fit."""
+    noisy labels test the output. ``lsnpc-validate`` (val0 alone, choosing the epoch) is another fit."""
     import torch
     from bench_quality import run_setting
 
@@ -185,10 +185,11 @@ def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_
     threads = torch.get_num_threads()
     try:
         rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0,
-                                                    ("lsnpc", "lsnpc-labels", "lsnpc-labels-noval"), "", 0, None)}
+                                                    ("lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval"), "", 0,
+                                                    None)}
     finally:
         torch.set_num_threads(threads)
-    both, alone, val = rows["lsnpc-labels"], rows["lsnpc-labels-noval"], rows["lsnpc"]
+    both, alone, val = rows["lsnpc-labels"], rows["lsnpc-labels-noval"], rows["lsnpc-validate"]
     assert both["epoch"] == alone["epoch"]
     assert both["base_weight"] == pytest.approx(0.25) and alone["base_weight"] == 0.0  # the test kept it whole
     assert (both["micro"], both["macro"]) != (alone["micro"], alone["macro"])
@@ -199,7 +200,8 @@ def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_
 def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_validating():
     """``lsnpc-valclean`` (rule 14, not adopted) gives LSNPC the val0 triple as its clean set and no
     validation triple: the fit runs the schedule of a fit without clean labels (``lsnpc-noval``'s epochs,
-    not the 2,000 steps that validation buys), and the clean pass makes it another fit than that one."""
+    not the 2,000 steps that validation buys in ``lsnpc-validate``), and the clean pass makes it another fit
+    than that one. (Since rule 15 the default ``lsnpc`` is this fit where the triple covers 30% of the labels.)"""
     import torch
     from bench_quality import run_setting
 
@@ -207,10 +209,11 @@ def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_val
     threads = torch.get_num_threads()
     try:
         rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0,
-                                                    ("lsnpc", "lsnpc-noval", "lsnpc-valclean"), "", 0, None)}
+                                                    ("lsnpc-validate", "lsnpc-noval", "lsnpc-valclean"), "", 0,
+                                                    None)}
     finally:
         torch.set_num_threads(threads)
-    clean, noval, val = rows["lsnpc-valclean"], rows["lsnpc-noval"], rows["lsnpc"]
+    clean, noval, val = rows["lsnpc-valclean"], rows["lsnpc-noval"], rows["lsnpc-validate"]
     assert clean["epochs"] == noval["epochs"] != val["epochs"]
     assert (clean["micro"], clean["macro"]) != (noval["micro"], noval["macro"])
 
@@ -256,8 +259,9 @@ def test_grid_bar_terms_from_a_results_directory(tmp_path):
 
 def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library():
     """Beside a validation triple too small to test (300 rows give 15), the library falls back to the rule
-    without labels, sparse rule included: bench_guard's ``library+ds`` is bench_quality's ``lsnpc`` (the
-    default ``LSNPC()`` with val0) on a 19-label problem with mostly empty rows, and ``library`` (the ⅓
+    without labels, sparse rule included: bench_guard's ``library+ds`` is bench_quality's ``lsnpc-validate``
+    (``LSNPC(small_val="validate")`` with val0: the triple chooses the epoch, as in bench_guard's fits; by
+    default rule 15 may train on it instead) on a 19-label problem with mostly empty rows, and ``library`` (the ⅓
     prior there, the library's rule before rule 12) is not where the sparse rule decides. Given the noisy
     labels as well (``lsnpc-labels``), it is ``ds@0.25`` of the labels-only fit (rule 13), not its ¼ prior."""
     import torch
@@ -268,9 +272,9 @@ def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library()
     threads = torch.get_num_threads()
     try:
         rules = guard_setting(sparse, "full", "symmetric", 0.0, 0, "", ("val", "noval", "labels"))
-        methods = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0, ("lsnpc", "lsnpc-labels"),
-                                                       "", 0, None)}
-        library, with_labels = methods["lsnpc"], methods["lsnpc-labels"]
+        methods = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0,
+                                                       ("lsnpc-validate", "lsnpc-labels"), "", 0, None)}
+        library, with_labels = methods["lsnpc-validate"], methods["lsnpc-labels"]
     finally:
         torch.set_num_threads(threads)
     assert rules["n_val"] < 20

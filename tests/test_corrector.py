@@ -92,12 +92,14 @@ def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_b
     with_labels = LSNPC(random_state=0, **FAST).fit(X[:200], vague[:200], labels=labels[:200]).guard_
     assert "sparse" not in with_labels.reason and (with_labels.refused or with_labels.mode == "noisy labels")
     # beside a validation triple the guard cannot test (10 rows), the rule without labels decides, sparse rule
-    # included, the noisy labels given or not (they then choose the epoch, and their ¼ prior stands elsewhere)
+    # included, the noisy labels given or not (they then choose the epoch, and their ¼ prior stands elsewhere).
+    # Without the noisy labels such a triple is trained on where its labels cover enough (rule 15, tested
+    # below); small_val="validate" keeps it choosing, and then the guard's rule for it is the one tested here
     small = dict(X_val=X[300:310], y_val=labels[300:310], pred_probs_val=vague[300:310])
-    small_val = LSNPC(random_state=0, n_threads=1).fit(X[:200], vague[:200], **small).guard_
+    small_val = LSNPC(random_state=0, n_threads=1, small_val="validate").fit(X[:200], vague[:200], **small).guard_
     assert small_val.mode == "validation" and small_val.untestable and not small_val.refused
     assert small_val.base_weight == 0.0 and "sparse labels" in small_val.reason and "cannot test" in small_val.summary()
-    small_sharp = LSNPC(random_state=0, n_threads=1).fit(X[:200], sharp[:200], **small).guard_
+    small_sharp = LSNPC(random_state=0, n_threads=1, small_val="validate").fit(X[:200], sharp[:200], **small).guard_
     assert small_sharp.untestable and "sparse" not in small_sharp.reason
     assert small_sharp.base_weight in (pytest.approx(NO_LABELS_BASE_WEIGHT), 1.0)
     small_labels = LSNPC(random_state=0, n_threads=1).fit(X[:200], vague[:200], labels=labels[:200], **small).guard_
@@ -188,10 +190,58 @@ def test_noisy_labels_choose_beside_a_validation_set_too_small_to_test(problem: 
     assert enough.selection_.startswith("val_f1")
     np.testing.assert_array_equal(enough.predict_proba(X[350:], P[350:]), same.predict_proba(X[350:], P[350:]))
     assert fit(MIN_VAL_ROWS - 5, selection="val_f1").selection_.startswith("val_f1")
-    # without the noisy labels the small validation set still chooses (nothing better to choose with)
-    without = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:315], y_val=Y[300:315],
-                                                pred_probs_val=P[300:315])
+    # without the noisy labels the small validation set chooses where small_val="validate" (the paper's use); by
+    # default it is trained on instead (rule 15: the next test)
+    without = LSNPC(random_state=0, small_val="validate", **FAST).fit(X[:300], P[:300], X_val=X[300:315],
+                                                                      y_val=Y[300:315], pred_probs_val=P[300:315])
     assert without.selection_.startswith("val_f1")
+
+
+def test_a_validation_set_too_small_to_test_is_trained_on_where_its_labels_cover_enough(
+    problem: dict[str, np.ndarray],
+) -> None:
+    """Rule 15: without the noisy labels or a clean set, a validation triple of fewer than 20 rows with a
+    positive for at least 30% of the labels is trained on as the clean set: the fit is
+    ``fit(X, P, X_clean=<the triple>)`` bit for bit (the epoch chosen and the guard's weight as without
+    clean labels), and ``selection_`` says so. Below 30% coverage, with small_val="validate", an explicit
+    selection="val_f1", from 20 rows, or beside the noisy labels or a clean set, it is not; the paper's
+    recipe keeps it for validation."""
+    from lsnpc import simulate_noise
+    from lsnpc.corrector.estimator import VAL_AS_CLEAN_MIN_COVERAGE
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    triple = dict(X_val=X[300:315], y_val=Y[300:315], pred_probs_val=P[300:315])
+    assert np.mean(Y[300:315].sum(0) > 0) >= VAL_AS_CLEAN_MIN_COVERAGE
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], **triple)
+    clean = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_clean=X[300:315], y_clean=Y[300:315],
+                                              pred_probs_clean=P[300:315])
+    np.testing.assert_array_equal(model.predict_proba(X[350:], P[350:]), clean.predict_proba(X[350:], P[350:]))
+    assert model.best_epoch_ == clean.best_epoch_ and model.guard_ == clean.guard_
+    assert model.selection_.startswith("noisy_elbo") and "trained on a clean set of 15 samples" in model.selection_
+    assert "that set is the 15 validation rows" in model.selection_
+    assert "trained on instead of choosing" in model.selection_
+    assert model.guard_.mode == "no validation labels"
+    kept = dict(small_val="validate"), dict(selection="val_f1")
+    for params in kept:
+        assert LSNPC(random_state=0, **FAST, **params).fit(X[:300], P[:300], **triple).selection_.startswith("val_f1")
+    assert LSNPC.paper(**FAST).small_val == "validate"
+    # one label of four with a positive (25% < 30%): the triple chooses the epoch, as a larger one does
+    sparse_y = np.zeros_like(Y[300:315])
+    sparse_y[:3, 0] = 1
+    sparse = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:315], y_val=sparse_y,
+                                               pred_probs_val=P[300:315])
+    assert sparse.selection_.startswith("val_f1") and sparse.guard_.mode == "validation"
+    twenty = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:320], y_val=Y[300:320],
+                                               pred_probs_val=P[300:320])
+    assert twenty.selection_.startswith("val_f1")
+    noisy = simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]
+    with_labels = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=noisy, **triple)
+    assert with_labels.selection_.startswith("noisy_f1") and "trained on" not in with_labels.selection_
+    beside_clean = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_clean=X[320:340], y_clean=Y[320:340],
+                                                     pred_probs_clean=P[320:340], **triple)
+    assert beside_clean.selection_.startswith("val_f1")
+    with pytest.raises(ValueError, match="small_val"):
+        LSNPC(small_val="train").fit(X[:50], P[:50])
 
 
 @pytest.mark.parametrize("mode, key, scores", [("val_f1", "val_micro_f1", (0.9, 0.1)),
@@ -241,12 +291,13 @@ def test_validation_labels_without_a_positive_are_set_aside_with_a_warning(probl
 def test_a_validation_set_too_small_to_test_defers_to_the_no_label_rule(problem: dict[str, np.ndarray]) -> None:
     """Two validation rows of one label can hold at most two entries where output and base differ: the
     guard cannot test them and takes the no-label decision on the training rows (tested in the guard's
-    own tests for its rule; here that the estimator hands it the training rows' output)."""
+    own tests for its rule; here that the estimator hands it the training rows' output). By default such
+    a triple is trained on (rule 15); small_val="validate" keeps it for validation, as here."""
     from lsnpc.corrector.guard import decide_without_validation
 
     X, Y, P = problem["X"], problem["Y"][:, :1], problem["P"][:, :1]
-    model = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200], X_val=X[200:202], y_val=Y[200:202],
-                                              pred_probs_val=P[200:202])
+    model = LSNPC(random_state=0, small_val="validate", **FAST).fit(X[:200], P[:200], X_val=X[200:202],
+                                                                    y_val=Y[200:202], pred_probs_val=P[200:202])
     guard = model.guard_
     assert guard.mode == "validation" and guard.n_val == 2 and guard.untestable and guard.n_discordant <= 2
     expected = decide_without_validation(model._output(X[:200], P[:200]), P[:200], base_weight=1 / 3)

@@ -60,6 +60,10 @@ __all__ = ["LSNPC", "NotFittedError"]
 SELECTIONS = ("auto", "val_f1", "noisy_f1", "noisy_elbo", "last")
 FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
+SMALL_VAL = ("auto", "validate")
+# small_val="auto": a validation triple too small to test is trained on as the clean set where at least this
+# share of the labels have a positive in it (rule 15; README, "A validation set too small to test is trained on")
+VAL_AS_CLEAN_MIN_COVERAGE = 0.3
 STUDENT_WEIGHT = 0.5  # the student's share of the output, beside the post-hoc correction
 # predict warns past this many training standard deviations: no training value can lie that far from
 # the training mean unless the training set has about a million rows (the bound is sqrt(n - 1)).
@@ -153,6 +157,15 @@ class LSNPC(BaseEstimator):
         triple too small to test, ``labels=`` given or not), w = 0 where the labels are sparse and the
         base model's probabilities resolve little of their variance (``guard_.base_density`` < 0.1 and
         ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
+    small_val : {"auto", "validate"}
+        What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
+        for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
+        a positive in it, LSNPC trains on it as its clean set (a pass over it after each epoch, as
+        ``X_clean``) and chooses the epoch and the guard's weight as without clean labels; where fewer do
+        (most labels without a positive: a pass over the rows would call them absent), it chooses the
+        epoch, as a larger triple does. "validate": it always chooses the epoch (the paper's use, and
+        ``LSNPC.paper()``'s). An explicit ``selection="val_f1"`` also keeps it choosing. ``selection_`` says
+        which happened (README, "A validation set too small to test is trained on").
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -215,6 +228,7 @@ class LSNPC(BaseEstimator):
         guard: bool = True,
         guard_confidence: float = 0.4,
         guard_base_weight: float | str = "auto",
+        small_val: str = "auto",
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
         min_steps: int | str = "auto",
@@ -245,6 +259,7 @@ class LSNPC(BaseEstimator):
         self.guard = guard
         self.guard_confidence = guard_confidence
         self.guard_base_weight = guard_base_weight
+        self.small_val = small_val
         self.schedule = schedule
         self.holdout_fraction = holdout_fraction
         self.min_steps = min_steps
@@ -263,14 +278,15 @@ class LSNPC(BaseEstimator):
         (or noisy ELBO without one), no student, no guard: the output is the correction equation alone.
         The paper has no ``labels=``: given them, ``selection="auto"`` lets them choose where no validation
         triple of at least 20 rows does, as for the defaults; pass ``selection="val_f1"`` to keep a small
-        validation set choosing.
+        validation set choosing. A validation triple of fewer than 20 rows chooses the epoch as any other
+        (``small_val="validate"``), as in the paper.
         Pass ``encoder=base.trunk_`` to start from the base model's backbone as the paper does; without it
         LSNPC's own encoder is warm-started on the probabilities.
         """
         params: dict[str, Any] = dict(
             latent="student", nu=2.01, nu0=2.01, beta=0.01, eta=0.5, epochs=20, batch_size=32,
             lr=2e-4, weight_decay=1e-5, n_samples=5, selection="auto", schedule="paper",
-            student=False, guard=False, warm_start=True,
+            student=False, guard=False, warm_start=True, small_val="validate",
         )
         params.update(overrides)
         return cls(**params)
@@ -294,6 +310,7 @@ class LSNPC(BaseEstimator):
         check_in_choices(self.train_feed, "train_feed", FEEDS)
         check_in_choices(self.predict_feed, "predict_feed", FEEDS)
         check_in_choices(self.schedule, "schedule", SCHEDULES)
+        check_in_choices(self.small_val, "small_val", SMALL_VAL)
         check_scalar(self.guard_confidence, "guard_confidence", low=0, high=1, low_inclusive=False)
         if self.guard_base_weight != "auto":
             check_scalar(self.guard_base_weight, "guard_base_weight", low=0, high=1)
@@ -399,6 +416,15 @@ class LSNPC(BaseEstimator):
         too_few = given is not None and val_usable and len(val[1]) < MIN_VAL_ROWS and selection == "auto"
         if too_few:
             val_usable = False
+        # without the noisy labels or a clean set, such a triple is trained on as the clean set where at least
+        # VAL_AS_CLEAN_MIN_COVERAGE of the labels have a positive in it (rule 15; README, "A validation set too
+        # small to test is trained on"): it could test nothing, and choosing the epoch on it gained less
+        coverage = float(np.mean(np.asarray(val[1]).sum(0) > 0)) if val is not None else 0.0
+        as_clean = (self.small_val == "auto" and selection == "auto" and given is None and clean is None
+                    and val_usable and len(val[1]) < MIN_VAL_ROWS and coverage >= VAL_AS_CLEAN_MIN_COVERAGE)
+        n_val_rows = 0 if val is None else len(val[1])
+        if as_clean:
+            clean, val, val_usable = val, None, False
         if selection == "auto":
             selection = "val_f1" if val_usable else "noisy_elbo" if given is None else "noisy_f1"
         if selection == "val_f1" and val is None:
@@ -444,6 +470,10 @@ class LSNPC(BaseEstimator):
         if too_few:
             self.selection_ += (f"; the {len(val[1])} validation rows (fewer than {MIN_VAL_ROWS}) were too few to "
                                 "choose it")
+        if as_clean:
+            self.selection_ += (f"; that set is the {n_val_rows} validation rows (X_val, y_val: fewer than "
+                                f"{MIN_VAL_ROWS} rows, a positive for {coverage:.0%} of the labels), trained on "
+                                "instead of choosing (small_val='auto')")
         self.student_, self.student_info_ = None, None
         corrected_train = None
         if self.student:
