@@ -173,22 +173,26 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     assert refused or rare_rules["sparse0@0.2"]["w"] < 1 / 3
 
 
-def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_only_fit():
-    """``lsnpc-labels`` hands LSNPC val0 and the noisy labels; 160 rows give 8 validation rows, too few
-    to choose on, so the noisy labels choose and the fit is ``lsnpc-labels-noval``'s to the bit. Only the
-    guard differs: beside the untestable validation set the ¼ prior stands, without one the held-out
-    noisy labels test the output. ``lsnpc-validate`` (val0 alone, choosing the epoch) is another fit."""
+def _small_fits(methods: tuple[str, ...]) -> dict[str, dict]:
+    """bench_quality's rows for ``methods`` on a 5-label generated problem of 160 rows (8 validation rows),
+    30% symmetric noise, seed 0, keyed by method (torch's thread count restored after)."""
     import torch
     from bench_quality import run_setting
 
     spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
     threads = torch.get_num_threads()
     try:
-        rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0,
-                                                    ("lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval"), "", 0,
-                                                    None)}
+        return {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0, methods, "", 0, None)}
     finally:
         torch.set_num_threads(threads)
+
+
+def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_only_fit():
+    """``lsnpc-labels`` hands LSNPC val0 and the noisy labels; 160 rows give 8 validation rows, too few
+    to choose on, so the noisy labels choose and the fit is ``lsnpc-labels-noval``'s to the bit. Only the
+    guard differs: beside the untestable validation set the ¼ prior stands, without one the held-out
+    noisy labels test the output. ``lsnpc-validate`` (val0 alone, choosing the epoch) is another fit."""
+    rows = _small_fits(("lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval"))
     both, alone, val = rows["lsnpc-labels"], rows["lsnpc-labels-noval"], rows["lsnpc-validate"]
     assert both["epoch"] == alone["epoch"]
     assert both["base_weight"] == pytest.approx(0.25) and alone["base_weight"] == 0.0  # the test kept it whole
@@ -202,17 +206,7 @@ def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_val
     validation triple: the fit runs the schedule of a fit without clean labels (``lsnpc-noval``'s epochs,
     not the 2,000 steps that validation buys in ``lsnpc-validate``), and the clean pass makes it another fit
     than that one. (Since rule 15 the default ``lsnpc`` is this fit where the triple covers 30% of the labels.)"""
-    import torch
-    from bench_quality import run_setting
-
-    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
-    threads = torch.get_num_threads()
-    try:
-        rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0,
-                                                    ("lsnpc-validate", "lsnpc-noval", "lsnpc-valclean"), "", 0,
-                                                    None)}
-    finally:
-        torch.set_num_threads(threads)
+    rows = _small_fits(("lsnpc-validate", "lsnpc-noval", "lsnpc-valclean"))
     clean, noval, val = rows["lsnpc-valclean"], rows["lsnpc-noval"], rows["lsnpc-validate"]
     assert clean["epochs"] == noval["epochs"] != val["epochs"]
     assert (clean["micro"], clean["macro"]) != (noval["micro"], noval["macro"])

@@ -124,7 +124,8 @@ class LSNPC(BaseEstimator):
         no clean label. "noisy_elbo": best ELBO on a held-out slice of the noisy data — uses no label at
         all. "auto": "val_f1" when a validation triple is given, else "noisy_f1" when ``labels`` are
         given, else "noisy_elbo" — except that given ``labels``, a validation triple of fewer than 20 rows
-        (too few for the guard to test anything) leaves the choice to "noisy_f1" too.
+        (too few for the guard to test anything) leaves the choice to "noisy_f1" too, and without them such
+        a triple may be trained on instead ("noisy_elbo" then chooses; see ``small_val``).
     train_feed, predict_feed : {"sample", "probs"}
         What is fed as ŷ: a Bernoulli sample of the probabilities ("sample": a fresh one per batch in
         training, one per Monte-Carlo sample in prediction, as in eq. 9) or the probabilities
