@@ -185,3 +185,49 @@ def test_torch_estimators_default_to_one_thread_and_restore_the_callers(name: st
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
+
+
+_READ_ONLY_SCRIPT = """
+import sys, warnings
+import numpy as np
+warnings.filterwarnings("error", message="The given NumPy array is not writable")
+from tests.test_estimators import CASES
+from tests.conftest import make_toy_multilabel
+
+X, y = make_toy_multilabel(n=64, d=5, n_labels=3, seed=4)
+P = np.clip(0.7 * y + 0.15 + np.random.default_rng(0).normal(0, 0.2, y.shape), 0, 1).astype(np.float32)
+data = {"X": X, "y": y, "P": P}
+kept = {key: value.copy() for key, value in data.items()}
+for value in data.values():
+    value.setflags(write=False)
+name, how = sys.argv[1], sys.argv[2]
+case = CASES[name]
+est = case.make(random_state=0)
+if how == "plain":
+    case.fit(est, data)
+elif how == "validation":  # 16 rows, no labels: trained on as the clean set (rule 15)
+    est.fit(X[:48], P[:48], X_val=X[48:], y_val=y[48:], pred_probs_val=P[48:])
+else:  # the noisy labels choose the epoch and test the output
+    est.fit(X, P, labels=y)
+case.predict_proba(est, data)
+assert all(np.array_equal(data[key], kept[key]) for key in data), "an input array changed"
+print("quiet and untouched")
+"""
+
+
+@pytest.mark.parametrize("name, how", [*((name, "plain") for name in NAMES), ("LSNPC", "validation"),
+                                       ("LSNPC", "labels")])
+def test_read_only_inputs_are_read_quietly_and_left_as_they_were(name: str, how: str) -> None:
+    """Features and probabilities from a read-only array (a memory-mapped file, say) fit and predict with
+    no warning from torch about non-writable arrays, and come back unchanged. A fresh process each time:
+    torch gives that warning once per process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", _READ_ONLY_SCRIPT, name, how], cwd=root, capture_output=True,
+                          text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "quiet and untouched" in done.stdout

@@ -7,12 +7,13 @@ caller's random stream is untouched.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "seeded", "torch_seed_from", "to_tensor", "num_threads"]
+__all__ = ["as_tensor", "resolve_device", "seeded", "torch_seed_from", "to_tensor", "num_threads"]
 
 
 def resolve_device(device: str | torch.device | None, name: str = "device") -> torch.device:
@@ -48,9 +49,25 @@ def seeded(seed: int, device: torch.device | None = None) -> Iterator[None]:
         yield
 
 
+def as_tensor(data: object, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+    """``torch.as_tensor`` for a caller's arrays, without torch's warning about read-only ones.
+
+    A NumPy array that is not writable (a memory-mapped file opened read-only, a broadcast view) makes
+    torch warn that writing to the tensor would be undefined behaviour. lsnpc only reads the tensors it
+    makes from a caller's arrays (tested: fits and predictions on read-only inputs leave them as they
+    were and raise no warning), so the array is shared as it is, without a copy, and the warning is
+    silenced for this conversion alone.
+    """
+    if isinstance(data, np.ndarray) and not data.flags.writeable:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+            return torch.as_tensor(data, dtype=dtype, device=device)
+    return torch.as_tensor(data, dtype=dtype, device=device)
+
+
 def to_tensor(array: np.ndarray, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """A tensor view of ``array`` on ``device`` (no copy on CPU when dtypes agree)."""
-    return torch.as_tensor(array, dtype=dtype, device=device)
+    """A tensor view of ``array`` on ``device`` (no copy on CPU when dtypes agree; see :func:`as_tensor`)."""
+    return as_tensor(array, dtype=dtype, device=device)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator
 from torch import nn
 
 from .._numerics import standardization
-from .._torch import num_threads, resolve_device, seeded, torch_seed_from
+from .._torch import as_tensor, num_threads, resolve_device, seeded, torch_seed_from
 from .._validation import (
     NotFittedError,
     check_array,
@@ -440,7 +440,7 @@ class LSNPC(BaseEstimator):
         with num_threads(self.n_threads), seeded(seed, device):
             data_dim = None
             if self.encoder is not None:
-                data_dim = infer_output_dim(self.encoder, torch.as_tensor(Xa[:2]))
+                data_dim = infer_output_dim(self.encoder, as_tensor(Xa[:2]))
             model = build_model(
                 ModelSpec.from_params(params), n_features=n_features, n_labels=n_labels,
                 encoder=self.encoder, data_dim=data_dim,
@@ -506,7 +506,7 @@ class LSNPC(BaseEstimator):
         with num_threads(self.n_threads), seeded(seed, self.device_):
             student = LabelStudent(encoder, self.data_dim_, self.n_labels_).to(self.device_)
             result = fit_student(
-                student, torch.as_tensor(X, device=self.device_), torch.as_tensor(targets, device=self.device_),
+                student, as_tensor(X, device=self.device_), as_tensor(targets, device=self.device_),
                 val=None if val is None else (val[0], val[1]),
             )
         self.student_ = student
@@ -604,7 +604,7 @@ class LSNPC(BaseEstimator):
             corrected = self._raw_correct(X, P)
         if self.student_ is not None:
             with num_threads(self.n_threads):
-                taught = self.student_.predict_proba(torch.as_tensor(X, device=self.device_)).cpu().numpy()
+                taught = self.student_.predict_proba(as_tensor(X, device=self.device_)).cpu().numpy()
             corrected = ((1 - STUDENT_WEIGHT) * corrected + STUDENT_WEIGHT * taught).astype(np.float32)
         finite = np.isfinite(corrected).all(axis=1)
         if not finite.all():
@@ -668,7 +668,7 @@ class LSNPC(BaseEstimator):
         parts = []
         with num_threads(self.n_threads), torch.no_grad():
             for start in range(0, len(X), 1024):
-                chunk = torch.as_tensor(X[start : start + 1024], device=self.device_)
+                chunk = as_tensor(X[start : start + 1024], device=self.device_)
                 parts.append(encoder(chunk).reshape(len(chunk), -1).float().cpu().numpy())
         return np.concatenate(parts)
 

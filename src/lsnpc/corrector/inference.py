@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._torch import as_tensor
 from .model import _LOGVAR_MAX, _MIN_SCALE, LatentShiftModel, StandardizedMLPEncoder
 from .montecarlo import expected_sigmoid_into, student_t_from_uniforms
 
@@ -283,8 +284,8 @@ def predict_corrected(
     with torch.inference_mode():
         for start in range(0, len(X), rows):
             stop = start + rows
-            xb = torch.as_tensor(X[start:stop], dtype=torch.float32, device=device)
-            pb = torch.as_tensor(probs[start:stop], dtype=torch.float32, device=device)
+            xb = as_tensor(X[start:stop], dtype=torch.float32, device=device)
+            pb = as_tensor(probs[start:stop], dtype=torch.float32, device=device)
             answer = correct(xb, pb, feed=feed)
             out[start:stop] = answer.numpy() if on_host else answer
     return out if on_host else out.cpu().numpy()

@@ -44,6 +44,8 @@ import torch
 from scipy import sparse
 from scipy.special import expit, logit
 
+from .._torch import as_tensor
+
 __all__ = [
     "swap_transition", "neighbour_label_rates", "cooccurrence_lift", "choose_neighbour_weight",
     "choose_prior_weights", "label_prior", "swap_posterior", "swap_relabel", "label_posterior", "label_quality",
@@ -165,7 +167,7 @@ def _torch_neighbours(X: np.ndarray, k: int, device: torch.device) -> np.ndarray
     ``device``, blocks of rows against all rows, nothing but the indices copied back. (Any torch device;
     the library calls it for CUDA ones, the tests on the CPU too.)"""
     n = len(X)
-    rows = torch.as_tensor(X, dtype=torch.float32, device=device)
+    rows = as_tensor(X, dtype=torch.float32, device=device)
     out = torch.empty((n, k), dtype=torch.int64, device=device)
     block = max(1, _BLOCK_BYTES // (4 * n))
     for start in range(0, n, block):
@@ -225,8 +227,8 @@ def _choose_weights(labels: np.ndarray, model_logits: np.ndarray, neighbour_logi
         rows = np.sort(np.random.default_rng(0).choice(n, max(1, _WEIGHT_ENTRIES // n_labels), replace=False))
     # −log σ(m) for a given positive, −log σ(−m) for a negative: softplus(−s m), s = ±1, signs applied once
     flip = torch.as_tensor(np.where(labels[rows] == 1, -1.0, 1.0))
-    model = flip * torch.as_tensor(model_logits[rows], dtype=torch.float64)
-    neighbours, raise_ = (None if a is None else flip * torch.as_tensor(a[rows], dtype=torch.float64)
+    model = flip * as_tensor(model_logits[rows], dtype=torch.float64)
+    neighbours, raise_ = (None if a is None else flip * as_tensor(a[rows], dtype=torch.float64)
                           for a in (neighbour_logits, lift))
     best = (np.inf, b_grid[0], c_grid[0])
     for b in b_grid:

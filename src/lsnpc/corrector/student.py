@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._numerics import minibatches
+from .._torch import as_tensor
 from ..metrics import micro_f1
 from .optim import FlatAdamW, TrainStep, autograd_gradient
 
@@ -92,7 +93,7 @@ def fit_student(
     batch_size = min(_BATCH_SIZE, len(X))
     best_score, best_epoch, best_state = -math.inf, epochs, None
     scores: list[float] = []
-    X_val = None if val is None else torch.as_tensor(val[0], device=X.device)
+    X_val = None if val is None else as_tensor(val[0], device=X.device)
     optimizer = FlatAdamW([student], weight_decay=_WEIGHT_DECAY)
 
     def loss_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

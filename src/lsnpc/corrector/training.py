@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._numerics import minibatches as _batches
-from .._torch import seeded
+from .._torch import as_tensor, seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
 from .backprop import NoisyBatchStep, aten_kernels
@@ -72,7 +72,7 @@ class TrainingData:
         device: torch.device,
     ) -> TrainingData:
         def t(a: np.ndarray) -> torch.Tensor:
-            return torch.as_tensor(a, dtype=torch.float32, device=device)
+            return as_tensor(a, dtype=torch.float32, device=device)
 
         clean_t = None if clean is None else (t(clean[0]), t(clean[1]), t(clean[2]))
         return cls(t(X), t(P), clean_t, val, labels)

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._torch import as_tensor
 from .._validation import check_array, check_is_fitted, check_probabilities, check_scalar
 from ..corrector import LSNPC
 from ..corrector.model import LatentShiftModel
@@ -91,7 +92,7 @@ def _device_of(module: nn.Module) -> torch.device:
 def _check_images(images: Any) -> torch.Tensor:
     if isinstance(images, torch.Tensor):
         images = images.detach().cpu().numpy()
-    return torch.as_tensor(check_array(images, "images", ndim=4))
+    return as_tensor(check_array(images, "images", ndim=4))
 
 
 def _check_labels(labels: Any, n_labels: int) -> list[int]:
@@ -217,7 +218,7 @@ def _check_corrector(corrector: Any, images: torch.Tensor, pred_probs: Any) -> t
     if probs.shape != (len(images), corrector.n_labels_):
         raise ValueError(f"pred_probs must have shape ({len(images)}, {corrector.n_labels_}) "
                          f"(one row of base probabilities per image), got {probs.shape}")
-    return torch.as_tensor(probs, dtype=torch.float32), corrector.model_
+    return as_tensor(probs, dtype=torch.float32), corrector.model_
 
 
 def _prepare(
