@@ -92,6 +92,25 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path) -> None:
                             "--probs", tmp_path / "P.npy"), "model folder not found")
 
 
+def test_fit_trains_on_a_validation_set_too_small_to_test_unless_told_to_validate(tmp_path: Path) -> None:
+    """15 validation rows without --labels are trained on as the clean set (rule 15) and the fit says so;
+    ``--set small_val=validate`` keeps them choosing the checkpoint, as the library does."""
+    X, Y = make_toy_multilabel(255, 6, 4, seed=2)
+    P = np.clip(0.7 * Y + np.random.default_rng(0).uniform(0, 0.3, Y.shape), 0, 1)
+    for name, array in dict(X=X[:240], P=P[:240], Xv=X[240:], Yv=Y[240:], Pv=P[240:]).items():
+        np.save(tmp_path / f"{name}.npy", array)
+    fit = ("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.npy", "--val-features",
+           tmp_path / "Xv.npy", "--val-labels", tmp_path / "Yv.npy", "--val-probs", tmp_path / "Pv.npy",
+           "--epochs", "1", "--set", "hidden_dim=16", "--set", "latent_dim=4", "--json")
+    trained = lsnpc(*fit, "--out", tmp_path / "trained")
+    assert trained.returncode == 0, trained.stderr
+    selection = json.loads(trained.stdout)["selection"]
+    assert "the 15 validation rows" in selection and "trained on instead of choosing" in selection
+    validated = lsnpc(*fit, "--out", tmp_path / "validated", "--set", "small_val=validate")
+    assert validated.returncode == 0, validated.stderr
+    assert json.loads(validated.stdout)["selection"].startswith("val_f1")
+
+
 @pytest.mark.slow
 def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     X, Y = make_toy_multilabel(240, 6, 4, seed=2)

@@ -123,7 +123,11 @@ def fit(
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,
-    val_features: Annotated[Path | None, typer.Option(help="Model selection: features of a validation set with clean labels.")] = None,
+    val_features: Annotated[Path | None, typer.Option(help="Model selection and the guard's test: features of a "
+                                                           "validation set with clean labels. Without --labels, "
+                                                           "one of fewer than 20 rows with a positive for 30% of "
+                                                           "the labels is trained on instead (--set "
+                                                           "small_val=validate keeps it for selection).")] = None,
     val_labels: Annotated[Path | None, typer.Option(help="Model selection: its clean 0/1 labels.")] = None,
     val_probs: Annotated[Path | None, typer.Option(help="Model selection: the classifier's probabilities on it.")] = None,
     latent: Annotated[str, typer.Option(help="Latent family: student, gauss or learned (learned ν).")] = "student",
