@@ -420,10 +420,9 @@ class LSNPC(BaseEstimator):
         # without the noisy labels or a clean set, such a triple is trained on as the clean set where at least
         # VAL_AS_CLEAN_MIN_COVERAGE of the labels have a positive in it (rule 15; README, "A validation set too
         # small to test is trained on"): it could test nothing, and choosing the epoch on it gained less
-        coverage = float(np.mean(np.asarray(val[1]).sum(0) > 0)) if val is not None else 0.0
+        coverage = float(np.mean(val[1].sum(0) > 0)) if val is not None else 0.0
         as_clean = (self.small_val == "auto" and selection == "auto" and given is None and clean is None
                     and val_usable and len(val[1]) < MIN_VAL_ROWS and coverage >= VAL_AS_CLEAN_MIN_COVERAGE)
-        n_val_rows = 0 if val is None else len(val[1])
         if as_clean:
             clean, val, val_usable = val, None, False
         if selection == "auto":
@@ -472,7 +471,7 @@ class LSNPC(BaseEstimator):
             self.selection_ += (f"; the {len(val[1])} validation rows (fewer than {MIN_VAL_ROWS}) were too few to "
                                 "choose it")
         if as_clean:
-            self.selection_ += (f"; that set is the {n_val_rows} validation rows (X_val, y_val: fewer than "
+            self.selection_ += (f"; that set is the {len(clean[1])} validation rows (X_val, y_val: fewer than "
                                 f"{MIN_VAL_ROWS} rows, a positive for {coverage:.0%} of the labels), trained on "
                                 "instead of choosing (small_val='auto')")
         self.student_, self.student_info_ = None, None

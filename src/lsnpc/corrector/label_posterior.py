@@ -227,8 +227,8 @@ def _choose_weights(labels: np.ndarray, model_logits: np.ndarray, neighbour_logi
         rows = np.sort(np.random.default_rng(0).choice(n, max(1, _WEIGHT_ENTRIES // n_labels), replace=False))
     # −log σ(m) for a given positive, −log σ(−m) for a negative: softplus(−s m), s = ±1, signs applied once
     flip = torch.as_tensor(np.where(labels[rows] == 1, -1.0, 1.0))
-    model = flip * as_tensor(model_logits[rows], dtype=torch.float64)
-    neighbours, raise_ = (None if a is None else flip * as_tensor(a[rows], dtype=torch.float64)
+    model = flip * torch.as_tensor(model_logits[rows], dtype=torch.float64)
+    neighbours, raise_ = (None if a is None else flip * torch.as_tensor(a[rows], dtype=torch.float64)
                           for a in (neighbour_logits, lift))
     best = (np.inf, b_grid[0], c_grid[0])
     for b in b_grid:
