@@ -26,6 +26,9 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch
   lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1") and test the
                      output against the guard's ¼ prior
+  lsnpc-seeds3       the mean of three LSNPC() outputs, random_state seed, seed + 1000 and seed + 2000 (each
+                     guarded on its own; base_weight is their mean, epoch the first fit's): seed variance
+                     against bias (not adopted: README, "Not adopted: a noise signal, seed averaging, c = 0.4")
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)
@@ -60,7 +63,8 @@ DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" /
 VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
             "lsnpc-correction": dict(student=False, guard=False)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
-           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "base-clean")
+           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-seeds3",
+           "lsnpc-seeds3-noval", "base-clean")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
@@ -72,7 +76,7 @@ def make_corrector(method: str, seed: int, trunk):
     name = method.removesuffix("-noval")
     if name in VARIANTS:
         return LSNPC(random_state=seed, **VARIANTS[name])
-    if name in ("lsnpc-semi", "lsnpc-valclean", "lsnpc-labels"):
+    if name in ("lsnpc-semi", "lsnpc-valclean", "lsnpc-labels", "lsnpc-seeds3"):
         return LSNPC(random_state=seed)
     if name == "lsnpc-validate":
         return LSNPC(random_state=seed, small_val="validate")
@@ -147,25 +151,43 @@ def _load_named(dataset: str, home: str, text_pool: int, feature_cache: str | No
     return tuple(parts)
 
 
-def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
-                home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
+def prepare_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str, text_pool: int,
+                    feature_cache: str | None) -> dict:
+    """One setting of the protocol up to the base model: the arrays (n rows drawn from the training split),
+    the paper split, the noisy training labels and the base MLP trained on them (1 torch thread).
+
+    Returns a dict with X, Y (the drawn training rows, true labels), Xt, Yt (test), split (``paper_splits``:
+    train / val0 / val1 row indices), Y_noisy (labels of the train rows, (n_train, L)) and base (the fitted
+    :class:`lsnpc.MLPClassifier`, checkpoint on clean val0)."""
     import torch
 
     torch.set_num_threads(1)
     from lsnpc import MLPClassifier, simulate_noise
     from lsnpc.data import paper_splits
-    from lsnpc.metrics import macro_f1, micro_f1
 
     X, Y, Xt, Yt = load_arrays(dataset, home, text_pool, feature_cache)
     if size != "full" and int(size) < len(X):
         rows = np.sort(np.random.default_rng(10_000 + seed).choice(len(X), int(size), replace=False))
         X, Y = X[rows], Y[rows]
     split = paper_splits(len(X), random_state=seed)
-    tr, v0, v1 = split["train"], split["val0"], split["val1"]
+    tr, v0 = split["train"], split["val0"]
     Y_noisy = simulate_noise(Y[tr], kind, rate, random_state=seed)[0] if rate > 0 else Y[tr].copy()
     base = MLPClassifier(random_state=seed, n_threads=1).fit(X[tr], Y_noisy, X_val=X[v0], y_val=Y[v0])
+    return dict(X=X, Y=Y, Xt=Xt, Yt=Yt, split=split, Y_noisy=Y_noisy, base=base)
+
+
+def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
+                home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
+    from lsnpc import MLPClassifier
+    from lsnpc.metrics import macro_f1, micro_f1
+
+    s = prepare_setting(dataset, size, kind, rate, seed, home, text_pool, feature_cache)
+    X, Y, Xt, Yt, Y_noisy, base = s["X"], s["Y"], s["Xt"], s["Yt"], s["Y_noisy"], s["base"]
+    tr, v0, v1 = s["split"]["train"], s["split"]["val0"], s["split"]["val1"]
     P_tr, P_v0, P_v1, P_te = (base.predict_proba(a) for a in (X[tr], X[v0], X[v1], Xt))
-    key = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed)
+    # val_coverage: the share of the labels with a positive among the val0 rows (rule 15's coverage)
+    key = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed,
+               val_coverage=float((Y[v0].sum(0) > 0).mean()))
     rows_out = [dict(key, method="base", micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te), seconds=0.0)]
     for method in methods:
         started = time.perf_counter()
@@ -175,7 +197,6 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
             rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q),
                                  seconds=time.perf_counter() - started))
             continue
-        corrector = make_corrector(method, seed, base.trunk_)
         kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         if method == "lsnpc-semi":
             kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
@@ -183,12 +204,16 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
             kwargs = dict(X_clean=X[v0], y_clean=Y[v0], pred_probs_clean=P_v0)
         if method in ("lsnpc-labels", "lsnpc-labels-noval"):
             kwargs.update(labels=Y_noisy)
-        corrector.fit(X[tr], P_tr, **kwargs)
+        # lsnpc-seeds3: three fits (seeds seed, seed + 1000, seed + 2000), their outputs averaged
+        seeds = [seed + 1000 * k for k in range(3 if method.removesuffix("-noval") == "lsnpc-seeds3" else 1)]
+        fits = [make_corrector(method, fit_seed, base.trunk_).fit(X[tr], P_tr, **kwargs) for fit_seed in seeds]
         seconds = time.perf_counter() - started
-        Q = corrector.predict_proba(Xt, P_te)
+        outputs = [corrector.predict_proba(Xt, P_te) for corrector in fits]
+        Q = outputs[0] if len(outputs) == 1 else np.mean(outputs, axis=0)
+        first = fits[0]
         rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q), seconds=seconds,
-                             base_weight=corrector.guard_.base_weight, epoch=corrector.best_epoch_,
-                             epochs=corrector.epochs_))
+                             base_weight=float(np.mean([c.guard_.base_weight for c in fits])),
+                             epoch=first.best_epoch_, epochs=first.epochs_))
     return rows_out
 
 

@@ -284,3 +284,50 @@ def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library()
     assert labels["ds@0.25"]["f1"] == [with_labels["micro"], with_labels["macro"]]
     assert labels["ds@0.25"]["w"] == with_labels["base_weight"] == 0.0
     assert labels["prior@0.25"]["w"] == pytest.approx(0.25) and labels["prior@0.25"]["f1"] != labels["ds@0.25"]["f1"]
+
+
+def test_bench_quality_seeds3_method_averages_three_fits_and_rows_record_the_triples_coverage():
+    """``lsnpc-seeds3`` averages the outputs of three ``LSNPC()`` fits (seeds s, s + 1000, s + 2000): its first
+    fit is ``lsnpc``'s (same epoch) and its scores are the average's, not that fit's. Every row records
+    ``val_coverage``, the share of the labels with a positive among the val0 rows."""
+    from bench_quality import prepare_setting
+
+    rows = _small_fits(("lsnpc", "lsnpc-seeds3"))
+    single, averaged = rows["lsnpc"], rows["lsnpc-seeds3"]
+    assert averaged["epoch"] == single["epoch"]
+    assert (averaged["micro"], averaged["macro"]) != (single["micro"], single["macro"])
+    assert 0.0 <= averaged["base_weight"] <= 1.0
+    s = prepare_setting("synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]", "full", "symmetric", 0.3, 0,
+                        "", 0, None)
+    coverage = float((s["Y"][s["split"]["val0"]].sum(0) > 0).mean())
+    assert {r["val_coverage"] for r in rows.values()} == {coverage}
+
+
+def test_noise_signal_statistics_and_summary():
+    """bench_noise_signal: the statistics of a base model's probabilities against its noisy labels and of an
+    output against them (values worked by hand), and the summary that says whether one threshold separates 0%
+    noise from 30–50% (for ``flip`` the 0% extreme is the lowest)."""
+    from bench_noise_signal import correction_signal, noise_signal, summarise
+
+    P = np.array([[0.9, 0.2], [0.6, 0.1], [0.1, 0.7], [0.3, 0.4]])
+    Y = np.array([[1, 0], [1, 1], [0, 1], [1, 0]])
+    stats = noise_signal(P, Y)
+    # decisions (0.9, 0.6, 0.7) hit 3 of the 5 noisy positives; 3 decisions over 4 rows, expected Σp = 3.3 / 4
+    assert stats["recall"] == pytest.approx(3 / 5) and stats["ratio"] == pytest.approx(0.75 / (3.3 / 4))
+    assert stats["density"] == pytest.approx(P.mean())
+    m = P.mean(0)
+    assert stats["sharpness"] == pytest.approx(P.var(0).sum() / (m * (1 - m)).sum())
+    output = np.array([[0.8, 0.6], [0.2, 0.1], [0.3, 0.9], [0.4, 0.4]])
+    # the output drops (1, 0) and adds (0, 1): 2 changed decisions over the base model's 3 positives
+    change = correction_signal(output, P)
+    assert change["flip"] == pytest.approx(2 / 3)
+    assert change["sharp_out"] == pytest.approx(
+        (output.var(0).sum() / (output.mean(0) * (1 - output.mean(0))).sum()) / stats["sharpness"])
+    row = dict(stats, **change, dataset="d", size="300", kind="symmetric", seed=0)
+    rows = [dict(row, rate=0.0, sharpness=0.6, flip=0.5), dict(row, rate=0.3, sharpness=0.4, flip=1.0),
+            dict(row, dataset="e", rate=0.0, sharpness=0.3, flip=0.8), dict(row, dataset="e", rate=0.5, sharpness=0.1,
+                                                                            flip=1.2)]
+    lines = summarise(rows)
+    assert "| d | 300 | 0% | 0.600 |" in "\n".join(lines)
+    assert "| sharpness | 2 of 2 | 0.300–0.600 | 0.100–0.400 | does not separate |" in lines
+    assert "| flip | 2 of 2 | 0.500–0.800 | 1.000–1.200 | separates |" in lines
