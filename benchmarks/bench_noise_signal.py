@@ -2,9 +2,10 @@
 
 Issue 9 asks for evidence from the noisy data itself that could soften a correction where there is no noise:
 without labels LSNPC still loses up to 1.5 F1 points at 0% noise on some sets (README, "Not adopted: a noise
-signal, seed averaging, c = 0.4"). This script trains only the base models of ``bench_quality.py``'s protocol
-(same draws, same noise, same MLP: :func:`bench_quality.prepare_setting`) and prints, per data set, size and
-noise, the mean over seeds of statistics of P, the base model's probabilities on its (noisy) training rows:
+signal without labels, seed averaging, c = 0.4"). This script trains only the base models of the protocol of
+``bench_quality.py`` (same draws, same noise, same MLP: :func:`bench_quality.prepare_setting`) and prints, per
+data set, size and noise, the mean over seeds of statistics of P, the base model's probabilities on its (noisy)
+training rows:
 
   sharpness  :func:`lsnpc.corrector.guard.base_sharpness`, the share of the labels' variance P resolves
   density    :func:`lsnpc.corrector.guard.base_density`, the mean of P
@@ -20,7 +21,8 @@ fit is the default's) and adds what the correction does to those rows:
 
 A statistic that tells 0% noise apart would have to do it on an absolute scale: a user has one data set and
 no noise-free reference. The summary says, per statistic, in how many (data set, size) groups the 0% value is
-the group's highest, and whether one threshold separates every 0% setting from every 30–50% setting.
+the group's extreme (its highest; its lowest for ``flip``), the ranges at 0% and at 30–50% noise, and whether
+one threshold separates every 0% setting from every 30–50% setting.
 
     python benchmarks/bench_noise_signal.py --datasets scene yeast synthetic tmc2007-500 bibtex delicious \\
         "bibtex[top=80]" --train-sizes 300 1000 --jobs 2

@@ -28,7 +28,7 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      output against the guard's ¼ prior
   lsnpc-seeds3       the mean of three LSNPC() outputs, random_state seed, seed + 1000 and seed + 2000 (each
                      guarded on its own; base_weight is their mean, epoch the first fit's): seed variance
-                     against bias (not adopted: README, "Not adopted: a noise signal, seed averaging, c = 0.4")
+                     against bias (README, "Not adopted: a noise signal without labels, seed averaging, c = 0.4")
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)
