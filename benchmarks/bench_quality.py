@@ -29,6 +29,11 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-seeds3       the mean of three LSNPC() outputs, random_state seed, seed + 1000 and seed + 2000 (each
                      guarded on its own; base_weight is their mean, epoch the first fit's): seed variance
                      against bias (README, "Not adopted: a noise signal without labels, seed averaging, c = 0.4")
+  lsnpc-oof          LSNPC() with the val0 triple, fitted on out-of-fold probabilities of the training rows
+                     (5 multilabel-stratified folds, each a base MLP trained the same way on the other four
+                     folds' noisy labels: ``lsnpc.cross_val_pred_probs``) instead of the base model's own,
+                     which saw those rows' labels; validation and test rows keep the base model's
+                     probabilities. ``-labels`` adds the noisy training labels, ``-noval`` drops the triple
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)
@@ -64,7 +69,8 @@ VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": 
             "lsnpc-correction": dict(student=False, guard=False)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
            "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-seeds3",
-           "lsnpc-seeds3-noval", "base-clean")
+           "lsnpc-seeds3-noval", "lsnpc-oof", "lsnpc-oof-noval", "lsnpc-oof-labels", "lsnpc-oof-labels-noval",
+           "base-clean")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
@@ -76,7 +82,7 @@ def make_corrector(method: str, seed: int, trunk):
     name = method.removesuffix("-noval")
     if name in VARIANTS:
         return LSNPC(random_state=seed, **VARIANTS[name])
-    if name in ("lsnpc-semi", "lsnpc-valclean", "lsnpc-labels", "lsnpc-seeds3"):
+    if name in ("lsnpc-semi", "lsnpc-valclean", "lsnpc-labels", "lsnpc-seeds3", "lsnpc-oof", "lsnpc-oof-labels"):
         return LSNPC(random_state=seed)
     if name == "lsnpc-validate":
         return LSNPC(random_state=seed, small_val="validate")
@@ -176,6 +182,17 @@ def prepare_setting(dataset: str, size: str, kind: str, rate: float, seed: int, 
     return dict(X=X, Y=Y, Xt=Xt, Yt=Yt, split=split, Y_noisy=Y_noisy, base=base)
 
 
+def out_of_fold_probs(s: dict, seed: int) -> np.ndarray:
+    """Out-of-fold base probabilities of the train rows of a :func:`prepare_setting` dict, (n_train, L): each
+    row scored by a base MLP trained as ``s["base"]`` was (same seed, checkpoint on clean val0) on the other
+    four of 5 multilabel-stratified folds of the noisy labels."""
+    from lsnpc import MLPClassifier, cross_val_pred_probs
+
+    tr, v0 = s["split"]["train"], s["split"]["val0"]
+    return cross_val_pred_probs(MLPClassifier(random_state=seed, n_threads=1), s["X"][tr], s["Y_noisy"], cv=5,
+                                random_state=seed, fit_params=dict(X_val=s["X"][v0], y_val=s["Y"][v0]))
+
+
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
                 home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
     from lsnpc import MLPClassifier
@@ -189,6 +206,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
     key = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed,
                val_coverage=float((Y[v0].sum(0) > 0).mean()))
     rows_out = [dict(key, method="base", micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te), seconds=0.0)]
+    P_oof, oof_seconds = None, 0.0
     for method in methods:
         started = time.perf_counter()
         if method == "base-clean":
@@ -202,11 +220,18 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
             kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
         if method == "lsnpc-valclean":
             kwargs = dict(X_clean=X[v0], y_clean=Y[v0], pred_probs_clean=P_v0)
-        if method in ("lsnpc-labels", "lsnpc-labels-noval"):
+        if method.removesuffix("-noval").endswith("-labels"):
             kwargs.update(labels=Y_noisy)
+        P_fit = P_tr
+        if method.startswith("lsnpc-oof"):
+            if P_oof is None:  # once per setting; its time (base-model work) is oof_seconds, not the fit's
+                P_oof = out_of_fold_probs(s, seed)
+                oof_seconds = time.perf_counter() - started
+                started = time.perf_counter()
+            P_fit = P_oof
         # lsnpc-seeds3: three fits (seeds seed, seed + 1000, seed + 2000), their outputs averaged
         seeds = [seed + 1000 * k for k in range(3 if method.removesuffix("-noval") == "lsnpc-seeds3" else 1)]
-        fits = [make_corrector(method, fit_seed, base.trunk_).fit(X[tr], P_tr, **kwargs) for fit_seed in seeds]
+        fits = [make_corrector(method, fit_seed, base.trunk_).fit(X[tr], P_fit, **kwargs) for fit_seed in seeds]
         seconds = time.perf_counter() - started
         outputs = [corrector.predict_proba(Xt, P_te) for corrector in fits]
         Q = outputs[0] if len(outputs) == 1 else np.mean(outputs, axis=0)
@@ -214,6 +239,8 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
         rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q), seconds=seconds,
                              base_weight=float(np.mean([c.guard_.base_weight for c in fits])),
                              epoch=first.best_epoch_, epochs=first.epochs_))
+        if P_fit is P_oof:
+            rows_out[-1]["oof_seconds"] = oof_seconds
     return rows_out
 
 

@@ -331,3 +331,33 @@ def test_noise_signal_statistics_and_summary():
     assert "| d | 300 | 0% | 0.600 |" in "\n".join(lines)
     assert "| sharpness | 2 of 2 | 0.300–0.600 | 0.100–0.400 | does not separate |" in lines
     assert "| flip | 2 of 2 | 0.500–0.800 | 1.000–1.200 | separates |" in lines
+
+
+def test_bench_quality_oof_methods_fit_on_out_of_fold_probabilities():
+    """``lsnpc-oof``: each training row's probabilities come from a base MLP trained the same way (same seed,
+    checkpoint on clean val0) on the other four folds, so they differ from the base model's in-sample ones;
+    the rows record the time those five base fits took apart from the corrector's."""
+    import torch
+    from bench_quality import out_of_fold_probs, prepare_setting
+
+    from lsnpc import MLPClassifier
+    from lsnpc.model_selection import multilabel_folds
+
+    threads = torch.get_num_threads()
+    try:
+        s = prepare_setting("synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]", "full", "symmetric", 0.3,
+                            0, "", 0, None)
+        P_oof = out_of_fold_probs(s, 0)
+        tr, v0 = s["split"]["train"], s["split"]["val0"]
+        fit_rows, held = multilabel_folds(s["Y_noisy"], 5, 0)[0]
+        fold = MLPClassifier(random_state=0, n_threads=1).fit(s["X"][tr][fit_rows], s["Y_noisy"][fit_rows],
+                                                              X_val=s["X"][v0], y_val=s["Y"][v0])
+    finally:
+        torch.set_num_threads(threads)
+    assert P_oof.shape == s["Y_noisy"].shape and np.isfinite(P_oof).all()
+    np.testing.assert_allclose(P_oof[held], fold.predict_proba(s["X"][tr][held]), rtol=0, atol=1e-6)
+    assert np.abs(P_oof - s["base"].predict_proba(s["X"][tr])).max() > 0.05
+    rows = _small_fits(("lsnpc-noval", "lsnpc-oof-noval"))
+    plain, oof = rows["lsnpc-noval"], rows["lsnpc-oof-noval"]
+    assert oof["oof_seconds"] > 0 and "oof_seconds" not in plain
+    assert (oof["micro"], oof["macro"]) != (plain["micro"], plain["macro"])
