@@ -112,8 +112,9 @@ def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_b
 
 def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[str, np.ndarray]) -> None:
     """Given the training rows' observed labels and no clean ones, the epoch is the one whose correction
-    scores the best micro- plus macro-F1 against the labels of the held-out 10% (the first on ties), on
-    the long schedule that validation F1 gets (2,000 steps: 360 rows of batch 32 make 12 steps an epoch)."""
+    scores the best micro- plus macro-F1 against the labels of the held-out 10% (the first on ties) among
+    the epochs whose correction there passes the collapse check, on the long schedule that validation F1
+    gets (2,000 steps: 360 rows of batch 32 make 12 steps an epoch)."""
     from lsnpc import simulate_noise
 
     X, Y, P = problem["X"], problem["Y"], problem["P"]
@@ -124,6 +125,8 @@ def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[s
     assert "no clean labels" in model.selection_ and model.guard_.mode == "noisy labels"
     assert model.epochs_ == math.ceil(2000 / 12)
     trained = [h for h in model.history_ if h["phase"] == "train"]
+    trained = [h for h in trained if h["holdout_kept_base_positives"] >= 0.4
+               and 0.4 <= h["holdout_cardinality_ratio"] <= 2.5]
     scores = [h["holdout_noisy_micro_f1"] + h["holdout_noisy_macro_f1"] for h in trained]
     assert model.best_epoch_ == trained[int(np.argmax(scores))]["epoch"]
     assert not any("holdout_neg_elbo" in h for h in model.history_)
@@ -265,6 +268,52 @@ def test_the_warm_start_is_only_a_fallback_for_epoch_selection(mode: str, key: s
         model.weight.add_(1.0)
     selector.update(model, 2, {key: scores[1]})
     assert selector.best_epoch == 1 and not torch.equal(selector.best_state["weight"], model.weight)
+
+
+def test_noisy_labels_choose_among_epochs_the_collapse_check_would_pass() -> None:
+    """With "noisy_f1", an epoch whose held-out correction fails the collapse check (kept < 40% of the base
+    model's positives, or positives per row off by more than 2.5x) ranks below every epoch that passes, however
+    well it scores; among failing epochs alone the best score still wins, and the warm start stays a fallback."""
+    import torch
+
+    from lsnpc.corrector.training import _Selector
+
+    def scores(f1: float, kept: float, ratio: float) -> dict[str, float]:
+        return {"holdout_noisy_micro_f1": f1, "holdout_noisy_macro_f1": f1, "holdout_kept_base_positives": kept,
+                "holdout_cardinality_ratio": ratio}
+
+    model = torch.nn.Linear(3, 2)
+    selector = _Selector("noisy_f1", config=None, data=None, holdout=None, seed=0)
+    selector.update(model, 0, scores(0.9, 1.0, 1.0))
+    selector.update(model, 1, scores(0.5, 1.0, 6.0))  # implausible: 6x the expected labels
+    assert selector.best_epoch == 1  # a failing trained epoch still replaces the warm start
+    selector.update(model, 2, scores(0.6, 0.2, 1.0))  # implausible too (keeps 20%), and scores better
+    assert selector.best_epoch == 2
+    selector.update(model, 3, scores(0.1, 0.9, 1.2))  # the first plausible epoch wins over both
+    selector.update(model, 4, scores(0.8, 0.3, 1.0))  # a failing one cannot take it back
+    selector.update(model, 5, scores(0.05, 0.5, 2.4))  # a plausible one must score better
+    assert selector.best_epoch == 3
+    selector.update(model, 6, scores(0.2, 0.5, 0.45))
+    assert selector.best_epoch == 6
+
+
+def test_noisy_labels_chose_a_plausible_epoch_where_there_was_one(problem: dict[str, np.ndarray]) -> None:
+    """A real fit given the noisy labels records the collapse check's numbers on the held-out rows for every
+    epoch, and the chosen epoch is the best-scoring of those that pass (the best of all where none does)."""
+    from lsnpc import simulate_noise
+    from lsnpc.corrector.guard import collapse_reasons
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    noisy = simulate_noise(Y, "symmetric", 0.5, random_state=1)[0]
+    model = LSNPC(random_state=1, n_threads=1, epochs=25, latent_dim=8, label_embedding_dim=16,
+                  hidden_dim=32).fit(X, P, labels=noisy)
+    trained = [h for h in model.history_ if h["phase"] == "train"]
+    passing = [h for h in trained
+               if not collapse_reasons(h["holdout_kept_base_positives"], h["holdout_cardinality_ratio"])]
+    pool = passing or trained
+    best = max(pool, key=lambda h: h["holdout_noisy_micro_f1"] + h["holdout_noisy_macro_f1"])
+    assert model.best_epoch_ == best["epoch"]
+    assert all(0.0 <= h["holdout_kept_base_positives"] <= 1.0 and h["holdout_cardinality_ratio"] >= 0 for h in trained)
 
 
 def test_validation_labels_without_a_positive_are_set_aside_with_a_warning(problem: dict[str, np.ndarray]) -> None:

@@ -16,6 +16,8 @@ from lsnpc.corrector.guard import (
     _counts,
     base_density,
     base_sharpness,
+    collapse_reasons,
+    collapse_statistics,
     decide_with_noisy_labels,
     decide_with_validation,
     decide_without_validation,
@@ -341,3 +343,20 @@ def test_the_summary_rounds_the_default_prior() -> None:
     base = np.full((4, 2), 0.6)
     summary = decide_without_validation(base, base, base_weight=NO_LABELS_BASE_WEIGHT).summary()
     assert "base weight 0.333;" in summary
+
+
+def test_collapse_statistics_worked_by_hand():
+    """kept: the share of the base model's positive decisions the output keeps; ratio: the output's positives
+    per row over the base model's expected count (mean row sum of its probabilities). The check refuses below
+    40% kept or beyond 2.5x either way, and the no-label guard uses the same numbers."""
+    base = np.array([[0.9, 0.6, 0.1], [0.2, 0.7, 0.3]])  # 3 positive decisions; expected 1.6 + 1.2 = 1.4 a row
+    output = np.array([[0.8, 0.1, 0.6], [0.1, 0.9, 0.2]])  # keeps 2 of 3; 3 positives over 2 rows
+    kept, ratio = collapse_statistics(output, base)
+    assert kept == pytest.approx(2 / 3) and ratio == pytest.approx(1.5 / 1.4)
+    assert collapse_reasons(kept, ratio) == []
+    assert collapse_reasons(0.39, 1.0) == ["keeps 39% of the base model's positive labels on the training rows"]
+    assert collapse_reasons(1.0, 2.6) == ["predicts 2.60x the base model's expected labels per row"]
+    assert collapse_reasons(1.0, 0.39) and not collapse_reasons(1.0, 0.4) and not collapse_reasons(1.0, 2.5)
+    assert collapse_statistics(output, np.zeros_like(base)) == (1.0, 1.0)  # no positive, no expected label
+    decision = decide_without_validation(output, base, base_weight=0.25)
+    assert (decision.kept_base_positives, decision.cardinality_ratio) == (kept, ratio) and not decision.refused

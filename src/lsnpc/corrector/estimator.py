@@ -121,7 +121,8 @@ class LSNPC(BaseEstimator):
         How the epoch is chosen. "val_f1": best micro-F1 on the clean validation triple (the paper).
         "noisy_f1": best micro- plus macro-F1 of the correction against the observed (noisy) training
         labels (``fit(labels=...)``) of a held-out slice (``holdout_fraction``) of the training rows — uses
-        no clean label. "noisy_elbo": best ELBO on a held-out slice of the noisy data — uses no label at
+        no clean label — among the epochs whose correction there passes the guard's collapse check (if
+        any does). "noisy_elbo": best ELBO on a held-out slice of the noisy data — uses no label at
         all. "auto": "val_f1" when a validation triple is given, else "noisy_f1" when ``labels`` are
         given, else "noisy_elbo" — except that given ``labels``, a validation triple of fewer than 20 rows
         (too few for the guard to test anything) leaves the choice to "noisy_f1" too, and without them such

@@ -508,6 +508,28 @@ def base_sharpness(base: np.ndarray) -> float:
     return min(1.0, float(wide.var(0).sum() / spread)) if spread > 0 else 0.0
 
 
+def collapse_statistics(output: np.ndarray, base: np.ndarray, threshold: float = 0.5) -> tuple[float, float]:
+    """(kept, ratio) of an output (n, L) against the base model's probabilities (n, L) on the same rows: the
+    share of the base model's positive decisions the output keeps, and the output's positive decisions per
+    row over the base model's expected count (the mean of Σ_j p_ij). 1.0 where the base model gives none."""
+    out_pos, base_pos = output >= threshold, base >= threshold
+    kept = float((out_pos & base_pos).sum() / base_pos.sum()) if base_pos.any() else 1.0
+    expected = float(base.sum(1).mean())
+    ratio = float(out_pos.sum(1).mean() / expected) if expected > 0 else 1.0
+    return kept, ratio
+
+
+def collapse_reasons(kept: float, ratio: float) -> list[str]:
+    """Why :func:`collapse_statistics`' numbers say the output collapsed (empty when they do not): it keeps
+    fewer than 40% of the base model's positives, or its labels per row are off by more than 2.5×."""
+    reasons = []
+    if kept < _MIN_KEPT_POSITIVES:
+        reasons.append(f"keeps {kept:.0%} of the base model's positive labels on the training rows")
+    if not 1 / _MAX_CARDINALITY_RATIO <= ratio <= _MAX_CARDINALITY_RATIO:
+        reasons.append(f"predicts {ratio:.2f}x the base model's expected labels per row")
+    return reasons
+
+
 def decide_without_validation(
     output: np.ndarray, base: np.ndarray, *, base_weight: float, threshold: float = 0.5, uninformed: bool = False,
 ) -> GuardDecision:
@@ -522,15 +544,8 @@ def decide_without_validation(
     """
     density, sharpness = base_density(base), base_sharpness(base)
     weak = uninformed and density < NO_LABELS_MIN_DENSITY and sharpness < NO_LABELS_MIN_SHARPNESS
-    out_pos, base_pos = output >= threshold, base >= threshold
-    kept = float((out_pos & base_pos).sum() / base_pos.sum()) if base_pos.any() else 1.0
-    expected = float(base.sum(1).mean())
-    ratio = float(out_pos.sum(1).mean() / expected) if expected > 0 else 1.0
-    reasons = []
-    if kept < _MIN_KEPT_POSITIVES:
-        reasons.append(f"keeps {kept:.0%} of the base model's positive labels on the training rows")
-    if not 1 / _MAX_CARDINALITY_RATIO <= ratio <= _MAX_CARDINALITY_RATIO:
-        reasons.append(f"predicts {ratio:.2f}x the base model's expected labels per row")
+    kept, ratio = collapse_statistics(output, base, threshold)
+    reasons = collapse_reasons(kept, ratio)
     if reasons:
         reason = "refused: " + "; ".join(reasons)
     elif weak:

@@ -24,6 +24,7 @@ from .._numerics import minibatches as _batches
 from .._torch import as_tensor, seeded
 from ..metrics import macro_f1, micro_f1
 from .config import TrainingConfig
+from .guard import collapse_reasons, collapse_statistics
 from .backprop import NoisyBatchStep, aten_kernels
 from .inference import predict_corrected
 from .model import LatentShiftModel
@@ -42,6 +43,9 @@ _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS = 5, 200
 # validation F1 finds, so it gets the long schedule too (README, "Noisy labels choose the epoch").
 AUTO_STEPS_WITH_VALIDATION = 2000
 AUTO_STEPS_WITHOUT_VALIDATION = 600
+# Subtracted from the "noisy_f1" score (micro- plus macro-F1, in [0, 2]) of an epoch whose held-out correction
+# the collapse check would refuse: such epochs rank below all others, and are chosen only when none passes
+_IMPLAUSIBLE_PENALTY = 10.0
 
 
 def f1_micro_macro(y_true: np.ndarray, probs: np.ndarray, threshold: float = 0.5) -> tuple[float, float]:
@@ -148,8 +152,11 @@ class _Selector:
         out: dict[str, float] = {}
 
         def f1s(X: Any, labels: np.ndarray, probs: Any) -> tuple[float, float]:
+            nonlocal corrected
             corrected = predict_corrected(model, X, probs, feed=self.config.predict_feed, device=self.data.X.device)
             return f1_micro_macro(labels, corrected)
+
+        corrected = None
 
         with seeded(self.seed):
             if self.data.val is not None:
@@ -158,6 +165,10 @@ class _Selector:
             if self.holdout is not None and self.mode == "noisy_f1":
                 Xh, ph, yh = self.holdout
                 out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1s(Xh, yh, ph)
+                # the collapse check's numbers on the held-out rows (guard.py): an epoch it would refuse is
+                # not chosen while another passes (README, "Noisy labels choose among plausible epochs")
+                kept, ratio = collapse_statistics(corrected, ph.detach().cpu().numpy())
+                out["holdout_kept_base_positives"], out["holdout_cardinality_ratio"] = kept, ratio
             elif self.holdout is not None:
                 Xh, noisy_h = self.holdout
                 loss, _ = unsupervised_loss(model, model.data_encoder(Xh), noisy_h, self.config.beta)
@@ -176,7 +187,9 @@ class _Selector:
         elif self.mode == "val_f1":
             value = scores["val_micro_f1"]
         elif self.mode == "noisy_f1":
-            value = scores["holdout_noisy_micro_f1"] + scores["holdout_noisy_macro_f1"]
+            value = scores["holdout_noisy_micro_f1"] + scores["holdout_noisy_macro_f1"]  # in [0, 2]
+            if collapse_reasons(scores["holdout_kept_base_positives"], scores["holdout_cardinality_ratio"]):
+                value -= _IMPLAUSIBLE_PENALTY  # below every epoch that passes, above the warm start
         elif self.mode == "noisy_elbo":
             value = -scores["holdout_neg_elbo"]
         else:
