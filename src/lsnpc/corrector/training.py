@@ -151,20 +151,17 @@ class _Selector:
         model.eval()
         out: dict[str, float] = {}
 
-        def f1s(X: Any, labels: np.ndarray, probs: Any) -> tuple[float, float]:
-            nonlocal corrected
-            corrected = predict_corrected(model, X, probs, feed=self.config.predict_feed, device=self.data.X.device)
-            return f1_micro_macro(labels, corrected)
-
-        corrected = None
+        def correct(X: Any, probs: Any) -> np.ndarray:
+            return predict_corrected(model, X, probs, feed=self.config.predict_feed, device=self.data.X.device)
 
         with seeded(self.seed):
             if self.data.val is not None:
                 Xv, yv, pv = self.data.val
-                out["val_micro_f1"], out["val_macro_f1"] = f1s(Xv, yv, pv)
+                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, correct(Xv, pv))
             if self.holdout is not None and self.mode == "noisy_f1":
                 Xh, ph, yh = self.holdout
-                out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1s(Xh, yh, ph)
+                corrected = correct(Xh, ph)
+                out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1_micro_macro(yh, corrected)
                 # the collapse check's numbers on the held-out rows (guard.py): an epoch it would refuse is
                 # not chosen while another passes (README, "Noisy labels choose among plausible epochs")
                 kept, ratio = collapse_statistics(corrected, ph.detach().cpu().numpy())
