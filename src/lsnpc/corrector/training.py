@@ -142,6 +142,9 @@ class _Selector:
 
     def __init__(self, mode: str, config: TrainingConfig, data: TrainingData, holdout: tuple | None, seed: int):
         self.mode, self.config, self.data, self.holdout, self.seed = mode, config, data, holdout, seed
+        # the held-out rows' base probabilities on the host, once: the collapse check reads them every epoch
+        self._holdout_base = (holdout[1].detach().cpu().numpy()
+                              if holdout is not None and mode == "noisy_f1" else None)
         self.best_score = -math.inf
         self.best_epoch = 0
         self.best_state: dict[str, torch.Tensor] | None = None
@@ -164,7 +167,7 @@ class _Selector:
                 out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1_micro_macro(yh, corrected)
                 # the collapse check's numbers on the held-out rows (guard.py): an epoch it would refuse is
                 # not chosen while another passes (README, "Noisy labels choose among plausible epochs")
-                kept, ratio = collapse_statistics(corrected, ph.detach().cpu().numpy())
+                kept, ratio = collapse_statistics(corrected, self._holdout_base)
                 out["holdout_kept_base_positives"], out["holdout_cardinality_ratio"] = kept, ratio
             elif self.holdout is not None:
                 Xh, noisy_h = self.holdout
