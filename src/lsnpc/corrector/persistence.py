@@ -26,7 +26,7 @@ import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from numbers import Integral
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +311,11 @@ def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
         raise bad("selection_", "a string")
     if not isinstance(fitted["history_"], list) or not all(isinstance(h, dict) for h in fitted["history_"]):
         raise bad("history_", "a list of objects")
-    if fitted["student_info_"] is not None and not isinstance(fitted["student_info_"], dict):
+    info = fitted["student_info_"]
+    if info is not None and not isinstance(info, dict):
         raise bad("student_info_", "an object or null")
+    weight = None if info is None else info.get("weight")
+    # the student's share of the output (0.5 before rule 25): prediction reads it from here
+    if info is not None and not (isinstance(weight, Real) and not isinstance(weight, bool) and 0 <= weight <= 1):
+        raise bad("student_info_", 'an object whose "weight" is a number in [0, 1]')
     return fitted  # guard_ is checked by GuardDecision.from_dict
