@@ -83,8 +83,8 @@ class LSNPC(BaseEstimator):
     By default two safeguards beyond the paper shape the output (``student``, ``guard``): the corrected
     posterior relabels the training rows and a student learns those labels from x; the output is a
     weighted mean of the student (¾) and the post-hoc correction (¼), mixed with the base model's
-    probabilities where
-    evidence is missing (no clean labels) or against the output (clean validation labels).
+    probabilities where evidence is missing (no clean labels) or against the output (clean validation
+    labels).
     ``LSNPC.paper()`` has neither: the correction equation alone, as the paper computes it.
 
     A scikit-learn estimator: the constructor only stores the parameters below (they are checked in
