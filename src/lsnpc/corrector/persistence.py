@@ -315,7 +315,7 @@ def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
     if info is not None and not isinstance(info, dict):
         raise bad("student_info_", "an object or null")
     weight = None if info is None else info.get("weight")
-    # the student's share of the output (0.5 before rule 25): prediction reads it from here
+    # the student's share of the output: prediction reads it from here
     if info is not None and not (isinstance(weight, Real) and not isinstance(weight, bool) and 0 <= weight <= 1):
         raise bad("student_info_", 'an object whose "weight" is a number in [0, 1]')
     return fitted  # guard_ is checked by GuardDecision.from_dict
