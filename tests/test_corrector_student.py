@@ -112,7 +112,7 @@ def test_a_saved_model_predicts_with_the_student_share_it_was_fitted_with(
 
     from lsnpc.corrector.persistence import _config_digest
 
-    def write(config: dict) -> None:  # as an older lsnpc would have written it, digest included
+    def write(config: dict) -> None:  # a consistent saved file with that share, digest included
         config_path.write_text(json.dumps({**config, "config_sha256": _config_digest(config)}))
 
     X, P = noisy_problem["X"], noisy_problem["P"]
@@ -124,10 +124,10 @@ def test_a_saved_model_predicts_with_the_student_share_it_was_fitted_with(
     assert fitted["student_info_"]["weight"] == 0.5
     fitted["student_info_"]["weight"] = 0.75
     write(config)
-    old = LSNPC.load(tmp_path / "m")
-    corrected = old._raw_correct(X[300:], P[300:])
-    taught = old.student_.predict_proba(torch.as_tensor(X[300:])).numpy()
-    np.testing.assert_allclose(old.predict_proba(X[300:], P[300:]), 0.25 * corrected + 0.75 * taught, rtol=1e-6,
+    other = LSNPC.load(tmp_path / "m")
+    corrected = other._raw_correct(X[300:], P[300:])
+    taught = other.student_.predict_proba(torch.as_tensor(X[300:])).numpy()
+    np.testing.assert_allclose(other.predict_proba(X[300:], P[300:]), 0.25 * corrected + 0.75 * taught, rtol=1e-6,
                                atol=1e-6)
     for weight in (1.5, "half", None):
         fitted["student_info_"]["weight"] = weight
