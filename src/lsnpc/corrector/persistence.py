@@ -26,7 +26,7 @@ import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from .._io import atomic_directory, atomic_write_json, check_replaceable
+from .guard import _is_number
 
 __all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector", "is_saved_corrector",
            "check_save_target"]
@@ -312,10 +313,10 @@ def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
     if not isinstance(fitted["history_"], list) or not all(isinstance(h, dict) for h in fitted["history_"]):
         raise bad("history_", "a list of objects")
     info = fitted["student_info_"]
-    if info is not None and not isinstance(info, dict):
-        raise bad("student_info_", "an object or null")
-    weight = None if info is None else info.get("weight")
-    # the student's share of the output: prediction reads it from here
-    if info is not None and not (isinstance(weight, Real) and not isinstance(weight, bool) and 0 <= weight <= 1):
-        raise bad("student_info_", 'an object whose "weight" is a number in [0, 1]')
+    if info is not None:
+        if not isinstance(info, dict):
+            raise bad("student_info_", "an object or null")
+        weight = info.get("weight")  # the student's share of the output: prediction reads it from here
+        if not (_is_number(weight) and 0 <= weight <= 1):
+            raise bad("student_info_", 'an object whose "weight" is a number in [0, 1]')
     return fitted  # guard_ is checked by GuardDecision.from_dict
