@@ -34,6 +34,9 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      folds' noisy labels: ``lsnpc.cross_val_pred_probs``) instead of the base model's own,
                      which saw those rows' labels; validation and test rows keep the base model's
                      probabilities. ``-labels`` adds the noisy training labels, ``-noval`` drops the triple
+  base-threshold     not a corrector: the base model's own probabilities at the decision threshold that
+                     rule 26 chooses on val0 (``lsnpc.corrector.guard.choose_threshold`` with the base model as
+                     its own output): how much of a gain a threshold alone gives (README, "The decision threshold")
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)
@@ -45,6 +48,10 @@ Each finished setting is appended to ``--out`` (JSON lines), and a run skips the
 there, so an interrupted run resumes; ``--report`` prints the tables of an existing file. Text data
 sets (goemotions) are encoded with MiniLM (`lsnpc.features`), cached under ``--feature-cache``, from a
 seeded pool of ``--text-pool`` training and test texts.
+
+LSNPC methods are scored as ``LSNPC.predict`` decides, at the fitted decision threshold ``threshold_``
+(rule 26; 0.5 for ``LSNPC.paper()``); each row also keeps the scores at 0.5 (``micro_at_half``,
+``macro_at_half``) and the threshold.
 
 Prints, per setting, the mean over seeds of test micro/macro-F1 (×100) and the change against the
 base model, then a summary against the quality bar of issue 9 for each mode (with / without clean
@@ -70,7 +77,7 @@ VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": 
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
            "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-seeds3",
            "lsnpc-seeds3-noval", "lsnpc-oof", "lsnpc-oof-noval", "lsnpc-oof-labels", "lsnpc-oof-labels-noval",
-           "base-clean")
+           "base-clean", "base-threshold")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
@@ -196,6 +203,7 @@ def out_of_fold_probs(s: dict, seed: int) -> np.ndarray:
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
                 home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
     from lsnpc import MLPClassifier
+    from lsnpc.corrector.guard import choose_threshold
     from lsnpc.metrics import macro_f1, micro_f1
 
     s = prepare_setting(dataset, size, kind, rate, seed, home, text_pool, feature_cache)
@@ -214,6 +222,12 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
             Q = clean.predict_proba(Xt)
             rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q),
                                  seconds=time.perf_counter() - started))
+            continue
+        if method == "base-threshold":
+            # the base model's own probabilities at the threshold rule 26 would choose for them on val0
+            t, _ = choose_threshold(Y[v0], P_v0, P_v0, confidence=0.4, rng=np.random.default_rng(seed))
+            rows_out.append(dict(key, method=method, micro=micro_f1(Yt, P_te, t), macro=macro_f1(Yt, P_te, t),
+                                 seconds=time.perf_counter() - started, threshold=t))
             continue
         kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         if method == "lsnpc-semi":
@@ -236,9 +250,13 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
         outputs = [corrector.predict_proba(Xt, P_te) for corrector in fits]
         Q = outputs[0] if len(outputs) == 1 else np.mean(outputs, axis=0)
         first = fits[0]
-        rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q), macro=macro_f1(Yt, Q), seconds=seconds,
+        # scored as predict() decides: at the fitted decision threshold (rule 26; seeds3: the fits' mean); the
+        # scores at 0.5 are kept beside them
+        t = float(np.mean([c.threshold_ for c in fits]))
+        rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q, t), macro=macro_f1(Yt, Q, t), seconds=seconds,
                              base_weight=float(np.mean([c.guard_.base_weight for c in fits])),
-                             epoch=first.best_epoch_, epochs=first.epochs_))
+                             epoch=first.best_epoch_, epochs=first.epochs_, threshold=t,
+                             micro_at_half=micro_f1(Yt, Q), macro_at_half=macro_f1(Yt, Q)))
         if P_fit is P_oof:
             rows_out[-1]["oof_seconds"] = oof_seconds
     return rows_out

@@ -212,6 +212,23 @@ def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_val
     assert (clean["micro"], clean["macro"]) != (noval["micro"], noval["macro"])
 
 
+def test_bench_quality_scores_lsnpc_at_its_decision_threshold_and_the_base_model_at_its_own():
+    """Rule 26 in the benchmark: an LSNPC row is scored as ``predict`` decides, at the fitted threshold
+    (0.45 without any label), with its scores at 0.5 beside; ``base-threshold`` scores the base model's own
+    probabilities at the threshold the rule chooses for them on val0 (0.5 gives the base row's scores)."""
+    from lsnpc.corrector.guard import DECISION_THRESHOLDS, NO_LABELS_THRESHOLD
+
+    rows = _small_fits(("lsnpc-noval", "base-threshold"))
+    noval, tuned, base = rows["lsnpc-noval"], rows["base-threshold"], rows["base"]
+    assert noval["threshold"] == NO_LABELS_THRESHOLD
+    assert {"micro_at_half", "macro_at_half"} <= set(noval)
+    assert tuned["threshold"] in DECISION_THRESHOLDS
+    if tuned["threshold"] == 0.5:
+        assert (tuned["micro"], tuned["macro"]) == (base["micro"], base["macro"])
+    else:
+        assert (tuned["micro"], tuned["macro"]) != (base["micro"], base["macro"])
+
+
 def test_grid_bar_terms_from_a_results_directory(tmp_path):
     """``grid_bar.py`` reads a results directory and gives, per post-processor, the mean Δ over the noisy
     settings and the worst setting there and at 0%, each Δ the mean over seeds against the base model's

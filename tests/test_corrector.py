@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -219,7 +220,11 @@ def test_a_validation_set_too_small_to_test_is_trained_on_where_its_labels_cover
     clean = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_clean=X[300:315], y_clean=Y[300:315],
                                               pred_probs_clean=P[300:315])
     np.testing.assert_array_equal(model.predict_proba(X[350:], P[350:]), clean.predict_proba(X[350:], P[350:]))
-    assert model.best_epoch_ == clean.best_epoch_ and model.guard_ == clean.guard_
+    # the same guard; only the decision threshold differs: chosen on the triple, 0.5 for a clean set (rule 26)
+    assert model.best_epoch_ == clean.best_epoch_
+    assert replace(model.guard_, threshold=0.5, threshold_reason=None, threshold_loss_support=None) == replace(
+        clean.guard_, threshold_reason=None)
+    assert clean.threshold_ == 0.5 and clean.guard_.threshold_reason == "a clean set and no validation triple"
     assert model.selection_.startswith("noisy_elbo") and "trained on a clean set of 15 samples" in model.selection_
     assert "that set is the 15 validation rows" in model.selection_
     assert "trained on instead of choosing" in model.selection_
@@ -314,6 +319,48 @@ def test_noisy_labels_chose_a_plausible_epoch_where_there_was_one(problem: dict[
     best = max(pool, key=lambda h: h["holdout_noisy_micro_f1"] + h["holdout_noisy_macro_f1"])
     assert model.best_epoch_ == best["epoch"]
     assert all(0.0 <= h["holdout_kept_base_positives"] <= 1.0 and h["holdout_cardinality_ratio"] >= 0 for h in trained)
+
+
+def test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict(
+    fitted: LSNPC, problem: dict[str, np.ndarray]
+) -> None:
+    """Rule 26: with a validation triple the threshold is the one :func:`choose_threshold` picks for what
+    predict_proba returns on it, tested against the base model at 0.5 on the guard's resamples; predict
+    applies it unless told another."""
+    from lsnpc.corrector.guard import DECISION_THRESHOLDS, choose_threshold
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    expected = choose_threshold(Y[300:350], fitted.predict_proba(X[300:350], P[300:350]), P[300:350],
+                                confidence=fitted.guard_confidence, rng=np.random.default_rng(fitted.predict_seed_))
+    assert (fitted.threshold_, fitted.guard_.threshold_loss_support) == expected
+    assert fitted.threshold_ in DECISION_THRESHOLDS and fitted.guard_.threshold_reason
+    probs = fitted.predict_proba(X[350:], P[350:])
+    np.testing.assert_array_equal(fitted.predict(X[350:], P[350:]), probs >= fitted.threshold_)
+    np.testing.assert_array_equal(fitted.predict(X[350:], P[350:], threshold=0.5), probs >= 0.5)
+
+
+def test_the_decision_threshold_without_a_testing_triple(problem: dict[str, np.ndarray]) -> None:
+    """Rule 26 where no validation triple tests it: 0.45 without any label; 0.5 with the noisy labels (with no
+    triple, or beside one of fewer than 20 rows), with guard=False, for the paper's recipe; a number given
+    is kept."""
+    from lsnpc.corrector.guard import NO_LABELS_THRESHOLD
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    labels = (Y[:300] + (np.random.default_rng(1).random(Y[:300].shape) < 0.1)) % 2
+    small = dict(X_val=X[300:315], y_val=Y[300:315], pred_probs_val=P[300:315])
+    cases = [
+        (dict(), {}, NO_LABELS_THRESHOLD, "no label of any kind"),
+        (dict(), dict(labels=labels), 0.5, "the noisy labels and no validation triple"),
+        (dict(), dict(labels=labels, **small), 0.5, "beside 15 validation rows (fewer than 20)"),
+        (dict(guard=False), {}, 0.5, "guard=False"),
+        (dict(threshold=0.3), {}, 0.3, "given"),
+    ]
+    for params, fit_kwargs, threshold, reason in cases:
+        model = LSNPC(random_state=0, **FAST, **params).fit(X[:300], P[:300], **fit_kwargs)
+        assert model.threshold_ == threshold and reason in model.guard_.threshold_reason, (params, fit_kwargs)
+        probs = model.predict_proba(X[350:], P[350:])
+        np.testing.assert_array_equal(model.predict(X[350:], P[350:]), probs >= threshold)
+    assert LSNPC.paper().threshold == 0.5
 
 
 def test_validation_labels_without_a_positive_are_set_aside_with_a_warning(problem: dict[str, np.ndarray]) -> None:
@@ -503,6 +550,9 @@ def test_fit_rejects_bad_input(kwargs: dict, match: str) -> None:
         (dict(train_feed="soft"), "train_feed must be one of"),
         (dict(encoder="resnet"), "encoder must be a torch.nn.Module"),
         (dict(random_state=-1), "random_state must be a non-negative"),
+        (dict(threshold=0.0), r"threshold must be 'auto' or a number in \(0, 1\], got 0.0"),
+        (dict(threshold=1.5), "threshold must be 'auto' or a number in"),
+        (dict(threshold="half"), "threshold must be 'auto' or a number in"),
     ],
 )
 def test_bad_hyper_parameters_are_named(params: dict, match: str) -> None:

@@ -9,6 +9,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from lsnpc.corrector.guard import (
+    DECISION_THRESHOLDS,
     NO_LABELS_BASE_WEIGHT,
     NO_LABELS_MIN_DENSITY,
     NO_LABELS_MIN_SHARPNESS,
@@ -18,6 +19,7 @@ from lsnpc.corrector.guard import (
     base_sharpness,
     collapse_reasons,
     collapse_statistics,
+    choose_threshold,
     decide_with_noisy_labels,
     decide_with_validation,
     decide_without_validation,
@@ -360,3 +362,72 @@ def test_collapse_statistics_worked_by_hand():
     assert collapse_statistics(output, np.zeros_like(base)) == (1.0, 1.0)  # no positive, no expected label
     decision = decide_without_validation(output, base, base_weight=0.25)
     assert (decision.kept_base_positives, decision.cardinality_ratio) == (kept, ratio) and not decision.refused
+
+
+# --- the decision threshold (rule 26) -------------------------------------------------------------------------
+
+
+def _compressed(y: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """An output whose positives sit at 0.36-0.44 and negatives at 0.05-0.3 (all below 0.5), and a base
+    model that finds half of the positives at 0.5."""
+    rng = np.random.default_rng(seed)
+    output = np.where(y == 1, rng.uniform(0.36, 0.44, y.shape), rng.uniform(0.05, 0.3, y.shape))
+    base = np.where((y == 1) & (rng.random(y.shape) < 0.5), 0.7, 0.2)
+    return output, base
+
+
+def test_the_threshold_is_the_best_on_validation_and_the_highest_of_equals() -> None:
+    y = _labels(200, 4)
+    output, base = _compressed(y)
+    threshold, support = choose_threshold(y, output, base, confidence=0.4, rng=np.random.default_rng(0))
+    # every threshold in (0.3, 0.36] separates the classes perfectly: the highest of them, 0.35, is chosen
+    assert threshold == 0.35 and threshold in DECISION_THRESHOLDS
+    assert support == 0.0  # perfect at 0.35, the base model at 0.5 never wins a resample
+    pred = output >= threshold
+    assert f1_score(y, pred, average="micro") == 1.0
+
+
+def test_a_threshold_that_would_lose_to_the_base_model_is_not_taken() -> None:
+    y = _labels(30, 4, seed=2)
+    rng = np.random.default_rng(3)
+    # the base model is right at 0.5; the output is right at 0.5 too, except for noise that a lower threshold
+    # turns into false positives in some rows: 0.5 scores best, nothing to test
+    base = np.where(y == 1, 0.8, 0.1)
+    assert choose_threshold(y, base, base, confidence=0.4, rng=rng) == (0.5, None)
+    # an output that beats the base model on the full set at 0.3 (macro-F1 0.7 against 0.5) but loses micro-F1
+    # (0.57 against 0.67) wherever the one row with positives is drawn with the false positives: it is kept
+    # or not by the share of resamples in which it loses, against the guard's confidence
+    y = np.zeros((30, 2), dtype=int)
+    y[0] = 1
+    output = np.full((30, 2), 0.05)
+    output[0] = 0.3
+    output[1:4, 0] = 0.3  # three false positives at 0.3
+    base = np.full((30, 2), 0.1)
+    base[0, 0] = 0.9  # the base model finds one of the two positives
+    full = np.ones((1, 30))
+    assert sum(f1_from_counts(*_counts(y, output >= 0.3, full))) > sum(f1_from_counts(*_counts(y, base >= 0.5, full)))
+    kept, support = choose_threshold(y, output, base, confidence=0.4, rng=np.random.default_rng(0))
+    assert kept == 0.3 and 0.2 < support < 0.4
+    refused = choose_threshold(y, output, base, confidence=0.2, rng=np.random.default_rng(0))
+    assert refused == (0.5, support)  # the same resamples: the support is the same, now too high
+
+
+def test_no_positive_in_validation_keeps_the_threshold_at_one_half() -> None:
+    y = np.zeros((40, 3), dtype=int)
+    output = np.random.default_rng(0).uniform(0, 1, (40, 3))
+    assert choose_threshold(y, output, output, confidence=0.4, rng=np.random.default_rng(0)) == (0.5, None)
+
+
+def test_the_threshold_is_saved_with_the_decision_and_checked_when_read() -> None:
+    decision = GuardDecision(applied=True, blend=1.0, mode="no validation labels", reason="prior", threshold=0.375,
+                             threshold_reason="chosen", threshold_loss_support=0.1)
+    assert GuardDecision.from_dict(json.loads(json.dumps(decision.to_dict()))) == decision
+    assert "labels predicted at probability >= 0.375 (chosen)" in decision.summary()
+    assert "probability >=" not in GuardDecision(applied=True, blend=1.0, mode="no validation labels").summary()
+    old = {k: v for k, v in decision.to_dict().items() if not k.startswith("threshold")}
+    assert GuardDecision.from_dict(old).threshold == 0.5  # saved before rule 26: predicted at 0.5
+    for bad in (0.0, 1.5, "0.4", True, None):
+        with pytest.raises(ValueError, match="guard_.threshold must be a number in"):
+            GuardDecision.from_dict({**decision.to_dict(), "threshold": bad})
+    with pytest.raises(ValueError, match="guard_.threshold_loss_support"):
+        GuardDecision.from_dict({**decision.to_dict(), "threshold_loss_support": 2.0})

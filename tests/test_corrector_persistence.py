@@ -56,6 +56,8 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
     np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
     assert loaded.selection_ == fitted.selection_ and loaded.best_epoch_ == fitted.best_epoch_
     assert loaded.guard_ == fitted.guard_ and isinstance(loaded.guard_, GuardDecision)
+    assert loaded.threshold_ == fitted.threshold_  # the decision threshold predict applies (rule 26)
+    np.testing.assert_array_equal(loaded.predict(X, P), fitted.predict(X, P))
     assert loaded.get_params() == {**fitted.get_params(), "device": "cpu"}
 
 

@@ -152,7 +152,8 @@ def test_repr_shows_the_changed_parameters_and_rebuilds_the_estimator(name: str)
 def test_lsnpc_paper_preset_survives_repr_and_clone() -> None:
     paper = LSNPC.paper(random_state=0)
     assert " ".join(repr(paper).split()) == (
-        "LSNPC(epochs=20, guard=False, random_state=0, schedule='paper', small_val='validate', student=False)")
+        "LSNPC(epochs=20, guard=False, random_state=0, schedule='paper', small_val='validate', student=False, "
+        "threshold=0.5)")
     assert clone(paper).get_params() == paper.get_params()
 
 

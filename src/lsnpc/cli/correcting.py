@@ -227,8 +227,9 @@ def correct(
     write_array(target, corrected, columns=columns)
     if as_json:
         _print_json({"out": str(target), "shape": list(corrected.shape), "model": str(model),
-                     "guard_blend": corrector.guard_.blend})
+                     "guard_blend": corrector.guard_.blend, "threshold": corrector.threshold_})
         return
-    _console().print(f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}")
+    _console().print(f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}; the "
+                     f"model predicts a label at probability >= {corrector.threshold_:g}")
 
 

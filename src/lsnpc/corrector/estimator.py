@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import copy
 import warnings
+from dataclasses import replace
 from collections.abc import Callable
-from numbers import Integral
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,11 @@ from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
+    NO_LABELS_THRESHOLD,
     NOISY_LABELS_BASE_WEIGHT,
     NOISY_LABELS_CONFIDENCE,
     GuardDecision,
+    choose_threshold,
     decide_with_noisy_labels,
     decide_with_validation,
     decide_without_validation,
@@ -163,6 +166,14 @@ class LSNPC(BaseEstimator):
         triple too small to test, ``labels=`` given or not), w = 0 where the labels are sparse and the
         base model's probabilities resolve little of their variance (``guard_.base_density`` < 0.1 and
         ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
+    threshold : float in (0, 1] or "auto"
+        The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto"
+        (rule 26; README, "The decision threshold"): given a validation triple, the threshold in 0.2, 0.225,
+        ..., 0.5 with the best validation micro- plus macro-F1 of the output, kept only if the output at it
+        loses to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else
+        0.5) — except beside the noisy ``labels`` when the triple has fewer than 20 rows: 0.5; without any
+        label (no triple, no ``labels``, no clean set): 0.45; with ``labels`` or a clean set and no triple,
+        or ``guard=False``: 0.5. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -207,6 +218,8 @@ class LSNPC(BaseEstimator):
     guard_ : GuardDecision        the guard's decision and its evidence (``guard_.blend`` = 1 − w is applied)
     student_ : LabelStudent or None   the fitted student (``student=True``)
     student_info_ : dict or None  the student's epochs, the one kept and how it was chosen
+    threshold_ : float            the decision threshold of ``predict`` (``guard_.threshold``; why:
+                                  ``guard_.threshold_reason``)
     """
 
     def __init__(
@@ -234,6 +247,7 @@ class LSNPC(BaseEstimator):
         guard: bool = True,
         guard_confidence: float = 0.4,
         guard_base_weight: float | str = "auto",
+        threshold: float | str = "auto",
         small_val: str = "auto",
         schedule: str = "cosine",
         holdout_fraction: float = 0.1,
@@ -265,6 +279,7 @@ class LSNPC(BaseEstimator):
         self.guard = guard
         self.guard_confidence = guard_confidence
         self.guard_base_weight = guard_base_weight
+        self.threshold = threshold
         self.small_val = small_val
         self.schedule = schedule
         self.holdout_fraction = holdout_fraction
@@ -281,7 +296,8 @@ class LSNPC(BaseEstimator):
 
         20 epochs, batch 32, AdamW lr 2e-4, weight decay 1e-5, β 0.01, η 0.5, ν = ν0 = 2.01, cosine
         annealing with a 10-epoch period stepped per epoch, epoch chosen by clean validation micro-F1
-        (or noisy ELBO without one), no student, no guard: the output is the correction equation alone.
+        (or noisy ELBO without one), no student, no guard: the output is the correction equation alone,
+        and ``predict`` thresholds it at 0.5.
         The paper has no ``labels=``: given them, ``selection="auto"`` lets them choose where no validation
         triple of at least 20 rows does, as for the defaults; pass ``selection="val_f1"`` to keep a small
         validation set choosing. A validation triple of fewer than 20 rows chooses the epoch as any other
@@ -292,7 +308,7 @@ class LSNPC(BaseEstimator):
         params: dict[str, Any] = dict(
             latent="student", nu=2.01, nu0=2.01, beta=0.01, eta=0.5, epochs=20, batch_size=32,
             lr=2e-4, weight_decay=1e-5, n_samples=5, selection="auto", schedule="paper",
-            student=False, guard=False, warm_start=True, small_val="validate",
+            student=False, guard=False, warm_start=True, small_val="validate", threshold=0.5,
         )
         params.update(overrides)
         return cls(**params)
@@ -320,6 +336,9 @@ class LSNPC(BaseEstimator):
         check_scalar(self.guard_confidence, "guard_confidence", low=0, high=1, low_inclusive=False)
         if self.guard_base_weight != "auto":
             check_scalar(self.guard_base_weight, "guard_base_weight", low=0, high=1)
+        if not (isinstance(self.threshold, str) and self.threshold == "auto"):
+            if isinstance(self.threshold, bool) or not isinstance(self.threshold, Real) or not 0 < self.threshold <= 1:
+                raise ValueError(f"threshold must be 'auto' or a number in (0, 1], got {self.threshold!r}")
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
@@ -397,6 +416,7 @@ class LSNPC(BaseEstimator):
         same = {"check_X": self._check_X, "sample_shape": d_shape, "n_labels": n_labels}
         clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **same)
         val = check_labelled_triple("val", X_val, y_val, pred_probs_val, **same)
+        triple = val  # the validation triple as given (rule 15 may train on it below; rule 26 reads it)
         device = resolve_device(self.device)
         rng = check_random_state(self.random_state)
         seed, predict_seed = torch_seed_from(rng), torch_seed_from(rng)
@@ -498,8 +518,8 @@ class LSNPC(BaseEstimator):
         # the noisy labels' own test (no validation triple) keeps the ¼ prior it was measured with. A validation
         # triple that can test never reaches the no-label rule
         uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
-        self.guard_ = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy,
-                                         uninformed=uninformed)
+        guard = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy, uninformed=uninformed)
+        self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None)
         return self
 
     def _fit_student(
@@ -550,6 +570,44 @@ class LSNPC(BaseEstimator):
                 rng=np.random.default_rng(self.predict_seed_), untestable=without_labels,
             )
         return without_labels()
+
+    def _decide_threshold(
+        self, guard: GuardDecision, triple: tuple[np.ndarray, ...] | None, *, labels: bool, clean: bool
+    ) -> GuardDecision:
+        """``guard`` with the decision threshold of ``predict`` (rule 26; see the ``threshold`` parameter):
+        ``triple`` is the validation triple as given to fit (None without one); ``labels``, ``clean``: whether
+        the noisy training labels and a clean set were given. The output on the triple is what ``predict_proba`` would return there,
+        with ``guard``'s blend; the bootstrap resamples are the guard's (the same seed)."""
+        if self.threshold != "auto":
+            return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
+        if not self.guard:
+            return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
+        if triple is None:
+            if labels or clean:
+                what = "the noisy labels" if labels else "a clean set"
+                return replace(guard, threshold=0.5, threshold_reason=f"{what} and no validation triple")
+            return replace(guard, threshold=NO_LABELS_THRESHOLD, threshold_reason="no label of any kind")
+        X_val, y_val, p_val = triple
+        if labels and len(y_val) < MIN_VAL_ROWS:
+            return replace(guard, threshold=0.5, threshold_reason=(
+                f"the noisy labels beside {len(y_val)} validation rows (fewer than {MIN_VAL_ROWS})"))
+        alpha = guard.blend
+        output = p_val if alpha == 0.0 else self._output(X_val, p_val)
+        if 0.0 < alpha < 1.0:
+            output = alpha * output + (1 - alpha) * p_val
+        threshold, support = choose_threshold(
+            y_val, output, p_val, confidence=float(self.guard_confidence),
+            rng=np.random.default_rng(self.predict_seed_),
+        )
+        if support is None:
+            reason = f"0.5 scored best on the {len(y_val)} validation rows"
+        elif threshold < 0.5:
+            reason = (f"chosen on the {len(y_val)} validation rows; it lost to the base model at 0.5 in "
+                      f"{support:.0%} of the bootstrap resamples")
+        else:
+            reason = (f"the best threshold on the {len(y_val)} validation rows lost to the base model at 0.5 in "
+                      f"{support:.0%} of the bootstrap resamples (at least {float(self.guard_confidence):.0%})")
+        return replace(guard, threshold=threshold, threshold_loss_support=support, threshold_reason=reason)
 
     def _no_label_base_weight(self, selection: str) -> float:
         """The guard's prior w where no clean label tests the output (``guard_base_weight``), given the
@@ -644,8 +702,17 @@ class LSNPC(BaseEstimator):
             return output
         return (alpha * output + (1 - alpha) * P).astype(np.float32)
 
-    def predict(self, X: Any, pred_probs: Any, threshold: float = 0.5) -> np.ndarray:
-        """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold``."""
+    @property
+    def threshold_(self) -> float:
+        """The decision threshold of :meth:`predict`, chosen at fit (``guard_.threshold``)."""
+        check_is_fitted(self, "model_")
+        return self.guard_.threshold
+
+    def predict(self, X: Any, pred_probs: Any, threshold: float | None = None) -> np.ndarray:
+        """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold``; None: ``threshold_``,
+        the one chosen at fit."""
+        if threshold is None:
+            threshold = self.threshold_
         check_scalar(threshold, "threshold", low=0, high=1)
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
 

@@ -116,9 +116,9 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BASE_WEIGHTS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NO_LABELS_BASE_WEIGHT",
+    "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NO_LABELS_THRESHOLD", "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NO_LABELS_BASE_WEIGHT",
     "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "GuardDecision", "base_density", "base_sharpness",
-    "f1_from_counts", "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
+    "choose_threshold", "f1_from_counts", "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
@@ -136,6 +136,9 @@ _MIN_KEPT_POSITIVES = 0.4  # without labels: share of the base model's positives
 _MAX_CARDINALITY_RATIO = 2.5  # ... and its labels per row within this factor of the base model's
 _MIN_DISCORDANT = 3  # fewer validation entries where output and base model differ: nothing to test
 MIN_VAL_ROWS = 20  # fewer validation rows: too few to test the output (the no-label rule decides)
+# the decision thresholds a validation triple chooses among (rule 26), and the threshold without any label
+DECISION_THRESHOLDS = tuple(round(0.2 + 0.025 * i, 3) for i in range(13))  # 0.2, 0.225, ..., 0.5
+NO_LABELS_THRESHOLD = 0.45
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -224,6 +227,9 @@ class GuardDecision:
     val_output_macro_f1: float | None = None
     val_chosen_micro_f1: float | None = None
     val_chosen_macro_f1: float | None = None
+    threshold: float = 0.5
+    threshold_reason: str | None = None
+    threshold_loss_support: float | None = None
 
     @property
     def base_weight(self) -> float:
@@ -231,7 +237,14 @@ class GuardDecision:
         return 1.0 - self.blend
 
     def summary(self) -> str:
-        """One line for people: what the output is made of, and on what evidence."""
+        """One line for people: what the output is made of, and on what evidence; then the decision
+        threshold when it is not 0.5."""
+        line = self._output_summary()
+        if self.threshold != 0.5:
+            line += f"; labels predicted at probability >= {self.threshold:g} ({self.threshold_reason})"
+        return line
+
+    def _output_summary(self) -> str:
         if not self.applied:
             return f"guard off ({self.reason}): LSNPC's output as it is"
         w = self.base_weight
@@ -288,10 +301,15 @@ class GuardDecision:
                 raise ValueError(f"guard_.{name} must be true or false, got {values[name]!r}")
         if values["applied"] is None:
             raise ValueError("guard_.applied must be true or false, got None")
-        for name in ("reason", "mode"):
+        for name in ("reason", "mode", "threshold_reason"):
             if not isinstance(values.get(name), (str, type(None))):
                 raise ValueError(f"guard_.{name} must be a string or null, got {values[name]!r}")
-        for name in ("blend", "confidence", "kept_base_positives", "base_density", "base_sharpness", *_SCORES):
+        if "threshold" in values and not (_is_number(values["threshold"]) and 0.0 < values["threshold"] <= 1.0):
+            raise ValueError(f"guard_.threshold must be a number in (0, 1], got {values['threshold']!r}")
+        if "threshold" in values:
+            values["threshold"] = float(values["threshold"])
+        for name in ("blend", "confidence", "kept_base_positives", "base_density", "base_sharpness",
+                     "threshold_loss_support", *_SCORES):
             if name == "blend" or values.get(name) is not None:
                 values[name] = _fraction(values[name], f"guard_.{name}")
         n_val = values.get("n_val")
@@ -452,6 +470,45 @@ def decide_with_validation(
         kept_base_positives=fallback.kept_base_positives, cardinality_ratio=fallback.cardinality_ratio,
         val_chosen_micro_f1=float(micro[0]), val_chosen_macro_f1=float(macro[0]),
     )
+
+
+def choose_threshold(
+    y_val: np.ndarray,
+    output: np.ndarray,
+    base: np.ndarray,
+    *,
+    confidence: float,
+    rng: np.random.Generator,
+    thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
+    n_boot: int = _N_BOOT,
+) -> tuple[float, float | None]:
+    """The decision threshold of the output on clean validation labels (rule 26): (threshold, loss support).
+
+    y_val (n, L) 0/1; output (n, L): what ``predict_proba`` returns on the validation rows (after the
+    guard's blend); base (n, L): the base model's probabilities there. The candidate is the threshold in
+    ``thresholds`` with the highest validation micro-F1 + macro-F1 (ties: the highest threshold). One
+    below 0.5 is kept only if the output at it loses micro- or macro-F1 to the base model at 0.5 in
+    fewer than ``confidence`` of ``n_boot`` bootstrap resamples, the guard's own test; otherwise 0.5.
+    The loss support is None when the candidate is 0.5 (nothing to test).
+
+    The F1-optimal threshold of calibrated probabilities is half the best F1 attainable (Lipton, Elkan and
+    Naryanaswamy, 2014), below 0.5 wherever that F1 is below 1; a model trained on noisy labels, whose
+    probabilities the noise flattens, and LSNPC's output, a mean of two models, sit further below it.
+    """
+    full = np.ones((1, len(y_val)))
+    totals = []
+    for t in thresholds:
+        micro, macro = f1_from_counts(*_counts(y_val, output >= t, full))
+        totals.append(float(micro[0] + macro[0]))
+    best = max(totals)
+    chosen = max(t for t, total in zip(thresholds, totals) if total >= best - 1e-12)
+    if chosen >= 0.5:
+        return 0.5, None
+    weights = _resamples(len(y_val), n_boot, rng)
+    candidate = f1_from_counts(*_counts(y_val, output >= chosen, weights))
+    reference = f1_from_counts(*_counts(y_val, base >= 0.5, weights))
+    support = float(_loses(candidate, reference).mean())
+    return (chosen, support) if support < confidence else (0.5, support)
 
 
 def decide_with_noisy_labels(

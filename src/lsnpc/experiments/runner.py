@@ -245,11 +245,14 @@ def _run_processor(
         selection = str(getattr(processor, "selection_", "none (no model selection)"))
         history = getattr(processor, "history_", None)
     predict_s = time.perf_counter() - start
-    metrics = evaluate(data.Y_clean["test"], corrected)
+    # labels as the processor's predict decides them: LSNPC's fitted decision threshold (rule 26), else 0.5
+    threshold = float(getattr(processor, "threshold_", 0.5))
+    metrics = evaluate(data.Y_clean["test"], corrected, threshold=threshold)
     row: dict[str, Any] = {
         **run.flat(),
         **{k: float(v) for k, v in metrics.items()},
         "selection": selection,
+        "threshold": threshold,
         "clean_set_used": bool(options["clean_set"]) and processor is not None,
         "time_fit_s": fit_s,
         "time_predict_s": predict_s,
