@@ -576,8 +576,9 @@ class LSNPC(BaseEstimator):
     ) -> GuardDecision:
         """``guard`` with the decision threshold of ``predict`` (rule 26; see the ``threshold`` parameter):
         ``triple`` is the validation triple as given to fit (None without one); ``labels``, ``clean``: whether
-        the noisy training labels and a clean set were given. The output on the triple is what ``predict_proba`` would return there,
-        with ``guard``'s blend; the bootstrap resamples are the guard's (the same seed)."""
+        the noisy training labels and a clean set were given. The output on the triple is what
+        ``predict_proba`` would return there, with ``guard``'s blend; the bootstrap resamples are the
+        guard's (the same seed)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:

@@ -116,9 +116,10 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NO_LABELS_THRESHOLD", "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NO_LABELS_BASE_WEIGHT",
-    "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "GuardDecision", "base_density", "base_sharpness",
-    "choose_threshold", "f1_from_counts", "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
+    "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NO_LABELS_THRESHOLD", "NOISY_LABELS_BASE_WEIGHT",
+    "NOISY_LABELS_CONFIDENCE", "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS",
+    "GuardDecision", "base_density", "base_sharpness", "choose_threshold", "f1_from_counts",
+    "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
