@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import copy
 import warnings
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -589,6 +589,8 @@ class LSNPC(BaseEstimator):
                 return replace(guard, threshold=0.5, threshold_reason=f"{what} and no validation triple")
             return replace(guard, threshold=NO_LABELS_THRESHOLD, threshold_reason="no label of any kind")
         X_val, y_val, p_val = triple
+        if not np.any(y_val):
+            return replace(guard, threshold=0.5, threshold_reason="the validation labels hold no positive")
         if labels and len(y_val) < MIN_VAL_ROWS:
             return replace(guard, threshold=0.5, threshold_reason=(
                 f"the noisy labels beside {len(y_val)} validation rows (fewer than {MIN_VAL_ROWS})"))

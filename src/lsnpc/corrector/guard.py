@@ -103,6 +103,12 @@ labels, delicious to 174) at 300 rows it met the bar's worst-case terms where th
 against +3.86 / +1.93). At 300 rows it gives up mean gain everywhere but on the 6-label problem:
 confirm sets +3.18 / +1.86 against +4.27 / +3.08.
 
+**The decision threshold** (:func:`choose_threshold`, rule 26) is decided here too and kept in the
+decision (``threshold``): with a validation triple, the threshold among :data:`DECISION_THRESHOLDS`
+with the best validation micro- plus macro-F1 of the guarded output, kept only if the output at it loses
+to the base model at 0.5 in fewer than ``confidence`` of the bootstrap resamples; without any label
+:data:`NO_LABELS_THRESHOLD`. Chosen and confirmed as the README's "The decision threshold" says.
+
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
 """
