@@ -379,6 +379,8 @@ def test_validation_labels_without_a_positive_are_set_aside_with_a_warning(probl
     guard = model.guard_
     assert guard.mode == "validation" and guard.untestable and guard.n_val_positives == 0
     assert guard.blend == plain.guard_.blend and "no positive label" in guard.summary()
+    # rule 26: such a triple cannot choose a threshold either (F1 is 0 at every one): 0.5, and why
+    assert model.threshold_ == 0.5 and guard.threshold_reason == "the validation labels hold no positive"
     with pytest.raises(ValueError, match=r"selection='val_f1' needs y_val with at least one positive label"):
         LSNPC(random_state=0, selection="val_f1", **FAST).fit(X[:200], P[:200], X_val=X[200:220], y_val=empty,
                                                                pred_probs_val=P[200:220])
