@@ -36,7 +36,8 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      probabilities. ``-labels`` adds the noisy training labels, ``-noval`` drops the triple
   base-threshold     not a corrector: the base model's own probabilities at the decision threshold that
                      rule 26 chooses on val0 (``lsnpc.corrector.guard.choose_threshold`` with the base model as
-                     its own output): how much of a gain a threshold alone gives (README, "The decision threshold")
+                     its own output; 0.5 below 20 val0 rows, as for LSNPC): how much of a gain a threshold
+                     alone gives (README, "The decision threshold")
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)
@@ -203,7 +204,7 @@ def out_of_fold_probs(s: dict, seed: int) -> np.ndarray:
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
                 home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
     from lsnpc import MLPClassifier
-    from lsnpc.corrector.guard import choose_threshold
+    from lsnpc.corrector.guard import MIN_VAL_ROWS, choose_threshold
     from lsnpc.metrics import macro_f1, micro_f1
 
     s = prepare_setting(dataset, size, kind, rate, seed, home, text_pool, feature_cache)
@@ -224,8 +225,11 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
                                  seconds=time.perf_counter() - started))
             continue
         if method == "base-threshold":
-            # the base model's own probabilities at the threshold rule 26 would choose for them on val0
-            t, _ = choose_threshold(Y[v0], P_v0, P_v0, confidence=0.4, rng=np.random.default_rng(seed))
+            # the base model's own probabilities at the threshold rule 26 would choose for them on val0 (from
+            # MIN_VAL_ROWS rows; 0.5 below)
+            t = 0.5
+            if len(v0) >= MIN_VAL_ROWS:
+                t, _ = choose_threshold(Y[v0], P_v0, P_v0, confidence=0.4, rng=np.random.default_rng(seed))
             rows_out.append(dict(key, method=method, micro=micro_f1(Yt, P_te, t), macro=macro_f1(Yt, P_te, t),
                                  seconds=time.perf_counter() - started, threshold=t))
             continue

@@ -42,7 +42,6 @@ from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
-    NO_LABELS_THRESHOLD,
     NOISY_LABELS_BASE_WEIGHT,
     NOISY_LABELS_CONFIDENCE,
     GuardDecision,
@@ -168,12 +167,12 @@ class LSNPC(BaseEstimator):
         ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
     threshold : float in (0, 1] or "auto"
         The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto"
-        (rule 26; README, "The decision threshold"): given a validation triple, the threshold in 0.2, 0.225,
-        ..., 0.5 with the best validation micro- plus macro-F1 of the output, kept only if the output at it
-        loses to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else
-        0.5) — except beside the noisy ``labels`` when the triple has fewer than 20 rows: 0.5; without any
-        label (no triple, no ``labels``, no clean set): 0.45; with ``labels`` or a clean set and no triple,
-        or ``guard=False``: 0.5. A number given is used as it is.
+        (rule 26; README, "The decision threshold"): given a validation triple of at least 20 rows (where
+        the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
+        macro-F1 of the output, kept only if the output at it loses to the base model at 0.5 in fewer than
+        ``guard_confidence`` of 500 bootstrap resamples (else 0.5); 0.5 without such a triple (fewer rows,
+        none, only the noisy ``labels`` or a clean set) and with ``guard=False``: lower thresholds lost
+        there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -584,16 +583,14 @@ class LSNPC(BaseEstimator):
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
         if triple is None:
-            if labels or clean:
-                what = "the noisy labels" if labels else "a clean set"
-                return replace(guard, threshold=0.5, threshold_reason=f"{what} and no validation triple")
-            return replace(guard, threshold=NO_LABELS_THRESHOLD, threshold_reason="no label of any kind")
+            what = "the noisy labels" if labels else "a clean set" if clean else "no label of any kind"
+            return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
         X_val, y_val, p_val = triple
         if not np.any(y_val):
             return replace(guard, threshold=0.5, threshold_reason="the validation labels hold no positive")
-        if labels and len(y_val) < MIN_VAL_ROWS:
+        if len(y_val) < MIN_VAL_ROWS:
             return replace(guard, threshold=0.5, threshold_reason=(
-                f"the noisy labels beside {len(y_val)} validation rows (fewer than {MIN_VAL_ROWS})"))
+                f"{len(y_val)} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it"))
         alpha = guard.blend
         output = p_val if alpha == 0.0 else self._output(X_val, p_val)
         if 0.0 < alpha < 1.0:

@@ -104,10 +104,11 @@ against +3.86 / +1.93). At 300 rows it gives up mean gain everywhere but on the 
 confirm sets +3.18 / +1.86 against +4.27 / +3.08.
 
 **The decision threshold** (:func:`choose_threshold`, rule 26) is decided here too and kept in the
-decision (``threshold``): with a validation triple, the threshold among :data:`DECISION_THRESHOLDS`
-with the best validation micro- plus macro-F1 of the guarded output, kept only if the output at it loses
-to the base model at 0.5 in fewer than ``confidence`` of the bootstrap resamples; without any label
-:data:`NO_LABELS_THRESHOLD`. Chosen and confirmed as the README's "The decision threshold" says.
+decision (``threshold``): with a validation triple of at least ``MIN_VAL_ROWS`` rows, the threshold among
+:data:`DECISION_THRESHOLDS` with the best validation micro- plus macro-F1 of the guarded output, kept only
+if the output at it loses to the base model at 0.5 in fewer than ``confidence`` of the bootstrap
+resamples; 0.5 otherwise. Chosen, confirmed, and vetoed where it acted on smaller triples and without
+labels, as the README's "The decision threshold" says.
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -122,7 +123,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NO_LABELS_THRESHOLD", "NOISY_LABELS_BASE_WEIGHT",
+    "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
     "NOISY_LABELS_CONFIDENCE", "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS",
     "GuardDecision", "base_density", "base_sharpness", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
@@ -143,9 +144,8 @@ _MIN_KEPT_POSITIVES = 0.4  # without labels: share of the base model's positives
 _MAX_CARDINALITY_RATIO = 2.5  # ... and its labels per row within this factor of the base model's
 _MIN_DISCORDANT = 3  # fewer validation entries where output and base model differ: nothing to test
 MIN_VAL_ROWS = 20  # fewer validation rows: too few to test the output (the no-label rule decides)
-# the decision thresholds a validation triple chooses among (rule 26), and the threshold without any label
+# the decision thresholds a validation triple of MIN_VAL_ROWS or more chooses among (rule 26)
 DECISION_THRESHOLDS = tuple(round(0.2 + 0.025 * i, 3) for i in range(13))  # 0.2, 0.225, ..., 0.5
-NO_LABELS_THRESHOLD = 0.45
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -208,6 +208,15 @@ class GuardDecision:
         :data:`NO_LABELS_MIN_DENSITY` and :data:`NO_LABELS_MIN_SHARPNESS`).
     val_base_micro_f1 ... val_chosen_macro_f1 : float or None
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
+    threshold : float in (0, 1]
+        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rule 26):
+        chosen on a validation triple of at least 20 rows (:func:`choose_threshold`), 0.5 otherwise, or
+        the ``threshold`` given to LSNPC.
+    threshold_reason : str or None
+        Where ``threshold`` came from, in words.
+    threshold_loss_support : float or None
+        Where a validation triple chose: the share of bootstrap resamples in which the output at the best
+        threshold below 0.5 lost micro- or macro-F1 to the base model at 0.5 (kept below ``confidence``).
     """
 
     applied: bool
