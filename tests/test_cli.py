@@ -138,6 +138,11 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     assert not (tmp_path / "bad").exists()
     result = lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv")
     assert result.returncode == 0, result.stderr
+    assert "predicts a label at probability >= 0.5" in result.stdout  # no validation triple: 0.5 (rule 26)
+    as_json = lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv",
+                    "--out", tmp_path / "again.csv", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["threshold"] == 0.5
     corrected = pd.read_csv(tmp_path / "P.corrected.csv")
     assert list(corrected.columns) == columns and corrected.shape == P.shape
     assert corrected.to_numpy().min() >= 0 and corrected.to_numpy().max() <= 1
