@@ -321,21 +321,34 @@ def test_noisy_labels_chose_a_plausible_epoch_where_there_was_one(problem: dict[
 
 
 def test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict(
-    fitted: LSNPC, problem: dict[str, np.ndarray]
+    problem: dict[str, np.ndarray], tmp_path
 ) -> None:
-    """Rule 26: with a validation triple the threshold is the one :func:`choose_threshold` picks for what
-    predict_proba returns on it, tested against the base model at 0.5 on the guard's resamples; predict
-    applies it unless told another."""
+    """Rule 26: with a validation triple of 20 rows or more the threshold is the one :func:`choose_threshold`
+    picks for what predict_proba returns on it, tested against the base model at 0.5 on the guard's
+    resamples; predict applies it unless told another, and a saved model keeps it. An under-confident base
+    model (its probabilities scaled by 0.6: the positives sit below 0.5) makes the triple choose one below
+    0.5."""
     from lsnpc.corrector.guard import DECISION_THRESHOLDS, choose_threshold
 
-    X, Y, P = problem["X"], problem["Y"], problem["P"]
-    expected = choose_threshold(Y[300:350], fitted.predict_proba(X[300:350], P[300:350]), P[300:350],
-                                confidence=fitted.guard_confidence, rng=np.random.default_rng(fitted.predict_seed_))
-    assert (fitted.threshold_, fitted.guard_.threshold_loss_support) == expected
-    assert fitted.threshold_ in DECISION_THRESHOLDS and fitted.guard_.threshold_reason
-    probs = fitted.predict_proba(X[350:], P[350:])
-    np.testing.assert_array_equal(fitted.predict(X[350:], P[350:]), probs >= fitted.threshold_)
-    np.testing.assert_array_equal(fitted.predict(X[350:], P[350:], threshold=0.5), probs >= 0.5)
+    X, Y = problem["X"], problem["Y"]
+    P = 0.6 * problem["P"]
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350],
+                                              pred_probs_val=P[300:350])
+    expected = choose_threshold(Y[300:350], model.predict_proba(X[300:350], P[300:350]), P[300:350],
+                                confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
+    assert (model.threshold_, model.guard_.threshold_loss_support) == expected
+    assert model.threshold_ < 0.5 and model.threshold_ in DECISION_THRESHOLDS
+    assert "chosen on the 50 validation rows" in model.guard_.threshold_reason
+    assert f"labels predicted at probability >= {model.threshold_:g}" in model.guard_.summary()
+    probs = model.predict_proba(X[350:], P[350:])
+    labels = model.predict(X[350:], P[350:])
+    np.testing.assert_array_equal(labels, probs >= model.threshold_)
+    np.testing.assert_array_equal(model.predict(X[350:], P[350:], threshold=0.5), probs >= 0.5)
+    assert (labels != (probs >= 0.5)).any()  # the threshold changes some decisions
+    model.save(tmp_path / "model")
+    loaded = LSNPC.load(tmp_path / "model")
+    assert loaded.threshold_ == model.threshold_
+    np.testing.assert_array_equal(loaded.predict(X[350:], P[350:]), labels)
 
 
 def test_the_decision_threshold_is_one_half_without_a_triple_that_can_test(problem: dict[str, np.ndarray]) -> None:
