@@ -591,12 +591,8 @@ class LSNPC(BaseEstimator):
         if len(y_val) < MIN_VAL_ROWS:
             return replace(guard, threshold=0.5, threshold_reason=(
                 f"{len(y_val)} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it"))
-        alpha = guard.blend
-        output = p_val if alpha == 0.0 else self._output(X_val, p_val)
-        if 0.0 < alpha < 1.0:
-            output = alpha * output + (1 - alpha) * p_val
         threshold, support = choose_threshold(
-            y_val, output, p_val, confidence=float(self.guard_confidence),
+            y_val, self._guarded(X_val, p_val, guard.blend), p_val, confidence=float(self.guard_confidence),
             rng=np.random.default_rng(self.predict_seed_),
         )
         if support is None:
@@ -694,13 +690,17 @@ class LSNPC(BaseEstimator):
         guard decided: blend · that + (1 − blend) · pred_probs, blend = ``guard_.blend`` (1 − w).
         """
         Xa, P = self._check_predict_input(X, pred_probs)
-        alpha = self.guard_.blend
-        if alpha == 0.0:
+        return self._guarded(Xa, P, self.guard_.blend)
+
+    def _guarded(self, X: np.ndarray, P: np.ndarray, blend: float) -> np.ndarray:
+        """blend · LSNPC's output + (1 − blend) · P, (n, L): what ``predict_proba`` returns for a guard's
+        ``blend`` (the output is not computed where blend is 0)."""
+        if blend == 0.0:
             return P.copy()
-        output = self._output(Xa, P)
-        if alpha == 1.0:
+        output = self._output(X, P)
+        if blend == 1.0:
             return output
-        return (alpha * output + (1 - alpha) * P).astype(np.float32)
+        return (blend * output + (1 - blend) * P).astype(np.float32)
 
     @property
     def threshold_(self) -> float:

@@ -320,9 +320,9 @@ class GuardDecision:
         for name in ("reason", "mode", "threshold_reason"):
             if not isinstance(values.get(name), (str, type(None))):
                 raise ValueError(f"guard_.{name} must be a string or null, got {values[name]!r}")
-        if "threshold" in values and not (_is_number(values["threshold"]) and 0.0 < values["threshold"] <= 1.0):
-            raise ValueError(f"guard_.threshold must be a number in (0, 1], got {values['threshold']!r}")
         if "threshold" in values:
+            if not (_is_number(values["threshold"]) and 0.0 < values["threshold"] <= 1.0):
+                raise ValueError(f"guard_.threshold must be a number in (0, 1], got {values['threshold']!r}")
             values["threshold"] = float(values["threshold"])
         for name in ("blend", "confidence", "kept_base_positives", "base_density", "base_sharpness",
                      "threshold_loss_support", *_SCORES):
