@@ -16,7 +16,7 @@ Inside a CUDA graph the launch cost is gone and a step's time is its kernels' ow
 3. The fused AdamW update of the flat buffer handed to ATen's kernel in k views (k = 1 … 128), timed in
    a CUDA graph, and whether 5 updates equal the one-piece update bit for bit.
 
-README "Speed", "On a GPU" holds the numbers of one run on an H100.
+docs/speed.md, "On a GPU" holds the numbers of one run on an H100.
 """
 
 from __future__ import annotations

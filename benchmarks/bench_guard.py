@@ -27,7 +27,7 @@ Rules with validation:
            ``guard._untestable_because`` finds the validation set cannot test (fewer than 20 rows, no
            positive entry, fewer than 3 discordant entries: ``thin@20`` and ``discord@3`` together), the
            no-label rule with the ⅓ prior (or 1 for a collapse)
-  library+ds  the library's rule since rule 12 (README, "Beside a validation set too small to test"): the
+  library+ds  the library's rule since rule 12 (docs/quality.md, "Beside a validation set too small to test"): the
            same, except that an untestable validation set falls back to the rule without any label,
            dense|sharp@0.4 below, instead of the ⅓ prior (``lsnpc-validate`` in bench_quality.py; ``lsnpc``
            too, except where rule 15 trains on a triple under 20 rows)
@@ -39,7 +39,7 @@ Rules with validation:
            loses to the base model's in ≥ c of the resamples (instead of either of them losing)
 Rules without (modes "noval" and "labels"): prior@b (b the base weight).
 Mode "noval" also (the collapse check kept: a refused output is the base model's for every label; the library's
-rule without any label since 2026-11-27 is dense|sharp@0.4, README "No blend with an uninformative base model
+rule without any label since 2026-11-27 is dense|sharp@0.4, docs/quality.md "No blend with an uninformative base model
 on sparse labels"; the others were not adopted):
   sparse0@t  per label: w = 0 where the label's mean base probability on the training rows is below t, ⅓ elsewhere
   dense@d    per data set: ⅓ where the mean base probability over all entries on the training rows is ≥ d, else 0

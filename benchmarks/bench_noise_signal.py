@@ -1,7 +1,7 @@
 """Can the noise rate be read off the base model without any label? Statistics of its in-sample probabilities.
 
 Issue 9 asks for evidence from the noisy data itself that could soften a correction where there is no noise:
-without labels LSNPC still loses up to 1.5 F1 points at 0% noise on some sets (README, "Not adopted: a noise
+without labels LSNPC still loses up to 1.5 F1 points at 0% noise on some sets (docs/quality.md, "Not adopted: a noise
 signal without labels, seed averaging, c = 0.4"). This script trains only the base models of the protocol of
 ``bench_quality.py`` (same draws, same noise, same MLP: :func:`bench_quality.prepare_setting`) and prints, per
 data set, size and noise, the mean over seeds of statistics of P, the base model's probabilities on its (noisy)

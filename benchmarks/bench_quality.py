@@ -18,17 +18,18 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
   lsnpc-valclean     LSNPC() trained on the val0 triple as its clean set (``X_clean``: one pass per epoch)
                      instead of given it for validation; the epoch and the guard as without clean labels
-                     (rule 14, not adopted: README, "Not adopted: training on a validation set too small";
+                     (rule 14, not adopted: docs/quality.md, "Not adopted: training on a validation set too small";
                      since rule 15 the default does this below 20 rows where the triple covers 30% of the labels)
   lsnpc-validate     LSNPC(small_val="validate"): a validation triple under 20 rows always chooses the epoch,
-                     the library before rule 15 (README, "A validation set too small to test is trained on")
+                     the library before rule 15 (docs/quality.md, "A validation set too small to test is trained on")
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch
   lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1") and test the
                      output against the guard's ¼ prior
   lsnpc-seeds3       the mean of three LSNPC() outputs, random_state seed, seed + 1000 and seed + 2000 (each
                      guarded on its own; base_weight is their mean, epoch the first fit's): seed variance
-                     against bias (README, "Not adopted: a noise signal without labels, seed averaging, c = 0.4")
+                     against bias (docs/quality.md, "Not adopted: a noise signal without labels, seed averaging,
+                     c = 0.4")
   lsnpc-oof          LSNPC() with the val0 triple, fitted on out-of-fold probabilities of the training rows
                      (5 multilabel-stratified folds, each a base MLP trained the same way on the other four
                      folds' noisy labels: ``lsnpc.cross_val_pred_probs``) instead of the base model's own,
@@ -37,7 +38,7 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   base-threshold     not a corrector: the base model's own probabilities at the decision threshold that
                      rule 26 chooses on val0 (``lsnpc.corrector.guard.choose_threshold`` with the base model as
                      its own output; 0.5 below 20 val0 rows, as for LSNPC): how much of a gain a threshold
-                     alone gives (README, "The decision threshold")
+                     alone gives (docs/quality.md, "The decision threshold")
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)

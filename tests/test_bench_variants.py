@@ -107,10 +107,10 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     rule decide; the library's own rule (the held-out noisy labels test the output against ¼, ``ntest@0.5``)
     must give what bench_quality's ``lsnpc-labels-noval`` gives, the default ``LSNPC()`` fitted with the same
     labels (the guard decides after training, so the fits agree).
-    The per-label ``+rare@c`` variants (not adopted; README) hand the base model the labels it expects fewer
+    The per-label ``+rare@c`` variants (not adopted; docs/quality.md) hand the base model the labels it expects fewer
     than c times on the training rows. Without labels, ``dense|sharp@0.4`` is the library's rule (``lsnpc-noval``, on a
     19-label problem with mostly empty rows: the prior 0 where the labels are sparse and the base model's
-    probabilities resolve little, else ⅓); ``dense@d`` and ``sparse0@t`` (not adopted; README) drop the
+    probabilities resolve little, else ⅓); ``dense@d`` and ``sparse0@t`` (not adopted; docs/quality.md) drop the
     prior to 0 where the labels are sparse, for the data set or for each sparse label."""
     import torch
     from bench_guard import run_setting as guard_setting
@@ -133,7 +133,8 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     priors = {"prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
     rare = {f"{p}+rare@{c}" for p in ("prior@0.25", "prior@0.33") for c in (3, 10, 30)}
     tests = {"ntest@0.3", "ntest@0.4", "ntest@0.5"}
-    sparse_rule = {"ds@0.25", "ds+ntest@0.5"}  # rule 13 (README): the library's ds@0.25 beside an untestable val set
+    # rule 13 (docs/quality.md): the library's ds@0.25 beside an untestable val set
+    sparse_rule = {"ds@0.25", "ds+ntest@0.5"}
     assert rules["val"] == {} and rules["noval"] == {}
     assert set(rules["labels"]) == priors | rare | tests | sparse_rule
     ours = library["lsnpc-labels-noval"]

@@ -451,7 +451,7 @@ def test_clean_set_changes_the_fit() -> None:
 def test_default_settings_train_on_one_thread_and_leave_the_callers_setting(
     problem: dict[str, np.ndarray],
 ) -> None:
-    """One torch thread by default (two lose 3-5x on a busy machine: README); the hook sees every epoch
+    """One torch thread by default (two lose 3-5x on a busy machine: docs/speed.md); the hook sees every epoch
     without changing the numbers."""
     X, P = problem["X"][:150], problem["P"][:150]
     params = {k: v for k, v in FAST.items() if k != "n_threads"}

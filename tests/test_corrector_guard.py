@@ -222,7 +222,7 @@ def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_b
     """``uninformed`` (no label at all): where the labels are sparse (mean base probability below 0.1) and
     the base model's probabilities resolve little of their variance (sharpness below 0.4) the prior is 0;
     a dense or a sharp base model keeps it, a collapse is refused either way, and with labels (not
-    ``uninformed``) nothing changes (README, "No blend with an uninformative base model on sparse labels")."""
+    ``uninformed``) nothing changes (docs/quality.md, "No blend with an uninformative base model on sparse labels")."""
     rng = np.random.default_rng(5)
     y = (rng.uniform(size=(400, 10)) < 0.08).astype(float)
     vague = np.clip(0.25 * y + 0.04 + rng.normal(0, 0.02, y.shape), 0, 1)  # mean ≈ 0.06, little spread

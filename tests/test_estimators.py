@@ -174,7 +174,7 @@ def test_lsnpc_encoder_is_a_plain_parameter_that_clone_copies(data: dict[str, np
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "KNNCorrector"])  # KNN runs no torch
 def test_torch_estimators_default_to_one_thread_and_restore_the_callers(name: str, data: dict[str, np.ndarray]) -> None:
     """One thread by default: two threads were 3-5x slower on a busy 2-core machine and no faster on an idle one
-    (README, "Threads"); the caller's torch setting is restored after fit and predict."""
+    (docs/speed.md, "Threads"); the caller's torch setting is restored after fit and predict."""
     case = CASES[name]
     est = case.make(random_state=0)
     assert est.get_params()["n_threads"] == 1

@@ -144,7 +144,7 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
     n_threads : int or None, default 1
         Torch CPU threads used during fit and predict (torch's setting is restored afterwards);
         None leaves torch's current setting. One by default, as for every estimator here (the
-        README's "Threads" table: two threads run several times slower on a busy machine).
+        docs/speed.md, "Threads": two threads run several times slower on a busy machine).
 
     Attributes
     ----------

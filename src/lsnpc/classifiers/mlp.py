@@ -65,7 +65,7 @@ class MLPClassifier(NetClassifier):
         torch intra-op threads while fitting / predicting (restored after); None leaves torch's
         setting alone. One thread by default: these small networks gain little from more on an idle
         machine and run several times slower with two when other processes share the cores (the
-        README's "Threads" table); pass more for large inputs on a machine of your own.
+        docs/speed.md, "Threads"); pass more for large inputs on a machine of your own.
     verbose : bool, default False
         Print one line per epoch to stderr.
 

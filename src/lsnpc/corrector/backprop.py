@@ -19,7 +19,7 @@ a few sums (log σ is half the clamped log-variance).
 
 Covers the "student" and "gauss" families with LSNPC's own data encoder or a user's (whose backward
 autograd runs from the hand-made gradient of its output), on the CPU and, inside a CUDA graph, on a GPU
-(fewer kernels than autograd's backward: 0.63 against 0.75 ms per step on an H100, README "Speed").
+(fewer kernels than autograd's backward: 0.63 against 0.75 ms per step on an H100, docs/speed.md).
 Learned ν (whose Student-t draws need Gamma variates to be differentiated in ν) and clean batches train
 through autograd.
 """
@@ -85,7 +85,7 @@ class _Linear:
     the bias gradient as a matrix-vector product. At batch 32 cuBLAS serves ``addmm``'s bias epilogue
     with a split-K kernel, a memset and a scaling pass (13–17 µs a layer on an H100, against 7–11 for
     ``mm`` and an add), and the sum's reduction kernel takes 3.3 µs against 1.8 for ``mv`` (measured in
-    CUDA graphs: ``benchmarks/bench_gpu_kernels.py``; README "Speed"). The results differ from the CPU's
+    CUDA graphs: ``benchmarks/bench_gpu_kernels.py``; docs/speed.md). The results differ from the CPU's
     formulas by float rounding only.
     """
 

@@ -64,10 +64,11 @@ FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
 SMALL_VAL = ("auto", "validate")
 # small_val="auto": a validation triple too small to test is trained on as the clean set where at least this
-# share of the labels have a positive in it (rule 15; README, "A validation set too small to test is trained on")
+# share of the labels have a positive in it (rule 15; docs/quality.md, "A validation set too small to test is
+# trained on")
 VAL_AS_CLEAN_MIN_COVERAGE = 0.3
 # the student's share of a new fit's output, beside the post-hoc correction; a fitted model keeps its own in
-# student_info_["weight"], which prediction reads (¾ was measured and reverted: README, "The student's share of
+# student_info_["weight"], which prediction reads (¾ was measured and reverted: docs/quality.md, "The student's share of
 # the output")
 STUDENT_WEIGHT = 0.5
 # predict warns past this many training standard deviations: no training value can lie that far from
@@ -116,7 +117,7 @@ class LSNPC(BaseEstimator):
     epochs : int or "auto"
         Passes over the noisy data. "auto" (default) adapts to the data size: enough epochs for about
         ``min_steps`` optimiser steps, between 5 and 200 epochs (small data sets need many epochs of
-        batch 32 to settle; see the README for the measurements behind it).
+        batch 32 to settle; docs/quality.md has the measurements behind it).
     batch_size, lr, weight_decay : training settings (AdamW).
     n_samples : int
         Monte-Carlo samples averaged by the correction. Their draws are drawn once at fit from
@@ -160,14 +161,14 @@ class LSNPC(BaseEstimator):
         w when no clean validation labels test the output. "auto": ⅓; or, when the noisy training labels
         (``fit(labels=...)``) chose the epoch, those of the held-out rows test the output against ¼: w = 0
         unless the output loses micro- or macro-F1 to the ¼ blend in half of 500 bootstrap resamples or
-        more, else ¼ (README, "Noisy labels choose the epoch" and "The noisy labels test the output").
+        more, else ¼ (docs/quality.md, "Noisy labels choose the epoch" and "The noisy labels test the output").
         Where no label tests the output at all (no validation triple and no ``labels=``, or a validation
         triple too small to test, ``labels=`` given or not), w = 0 where the labels are sparse and the
         base model's probabilities resolve little of their variance (``guard_.base_density`` < 0.1 and
         ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
     threshold : float in (0, 1] or "auto"
         The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto"
-        (rule 26; README, "The decision threshold"): given a validation triple of at least 20 rows (where
+        (rule 26; docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows (where
         the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
         macro-F1 of the output, kept only if the output at it loses to the base model at 0.5 in fewer than
         ``guard_confidence`` of 500 bootstrap resamples (else 0.5); 0.5 without such a triple (fewer rows,
@@ -181,7 +182,7 @@ class LSNPC(BaseEstimator):
         (most labels without a positive: a pass over the rows would call them absent), it chooses the
         epoch, as a larger triple does. "validate": it always chooses the epoch (the paper's use, and
         ``LSNPC.paper()``'s). An explicit ``selection="val_f1"`` also keeps it choosing. ``selection_`` says
-        which happened (README, "A validation set too small to test is trained on").
+        which happened (docs/quality.md, "A validation set too small to test is trained on").
     schedule : {"cosine", "paper", "constant"}
         Learning-rate schedule: cosine decay over all steps with a short warm-up; "paper" is the
         authors' cosine annealing with a 10-epoch period stepped per epoch.
@@ -190,12 +191,12 @@ class LSNPC(BaseEstimator):
     min_steps : int or "auto"
         Target number of optimiser steps for ``epochs="auto"``. "auto": 2000 when F1 chooses the epoch
         (clean validation labels, or the noisy training labels), 600 when the noisy-data ELBO does (it
-        favours long training that lets the correction fade; measured in the README).
+        favours long training that lets the correction fade; measured in docs/quality.md).
     n_threads : int or None
         torch CPU threads during fit and predict (None: leave torch's setting, by default one per
         core). The default, 1, is never far from the best: training steps at batch 32 gain nothing
         from a second thread on an idle machine, and when other processes keep the cores busy every
-        extra thread waits for them — measured (``benchmarks/bench_threads.py``, README) two threads
+        extra thread waits for them — measured (``benchmarks/bench_threads.py``, docs/speed.md) two threads
         fit 3–5x slower than one on a busy 2-core machine. Large predictions on an idle machine run
         up to ~2x faster with two threads.
     random_state : int, numpy Generator or None
@@ -436,13 +437,13 @@ class LSNPC(BaseEstimator):
             )
         # given the noisy labels, a validation set the guard cannot test (fewer than MIN_VAL_ROWS rows) does
         # not choose the epoch or the student's either: the noisy labels of 10% of the training rows do
-        # (README, "Noisy labels beside a validation set too small to test"); an explicit selection="val_f1"
+        # (docs/quality.md, "Noisy labels beside a validation set too small to test"); an explicit selection="val_f1"
         # keeps it
         too_few = given is not None and val_usable and len(val[1]) < MIN_VAL_ROWS and selection == "auto"
         if too_few:
             val_usable = False
         # without the noisy labels or a clean set, such a triple is trained on as the clean set where at least
-        # VAL_AS_CLEAN_MIN_COVERAGE of the labels have a positive in it (rule 15; README, "A validation set too
+        # VAL_AS_CLEAN_MIN_COVERAGE of the labels have a positive in it (rule 15; docs/quality.md, "A validation set too
         # small to test is trained on"): it could test nothing, and choosing the epoch on it gained less
         coverage = float(np.mean(val[1].sum(0) > 0)) if val is not None else 0.0
         as_clean = (self.small_val == "auto" and selection == "auto" and given is None and clean is None
@@ -506,16 +507,16 @@ class LSNPC(BaseEstimator):
         prior = self._no_label_base_weight(result.selection)
         # without a validation triple, the noisy labels that chose the epoch test the output too, against the
         # prior (guard.py). Beside a validation triple too small to test, the prior stands: there the test
-        # let a loss of 1.37 through (18 held-out rows; README, "The noisy labels test the output")
+        # let a loss of 1.37 through (18 held-out rows; docs/quality.md, "The noisy labels test the output")
         noisy = None
         if (result.selection == "noisy_f1" and val is None and result.holdout_rows is not None
                 and self.guard_base_weight == "auto"):
             noisy = (result.holdout_rows, given)
-        # where no label tests the output, a weak base model on sparse labels is not blended in (guard.py; README,
-        # "No blend with an uninformative base model on sparse labels", "Beside a validation set too small to
-        # test"): without a validation triple, or beside one that cannot test, the noisy labels given or not. Only
-        # the noisy labels' own test (no validation triple) keeps the ¼ prior it was measured with. A validation
-        # triple that can test never reaches the no-label rule
+        # where no label tests the output, a weak base model on sparse labels is not blended in (guard.py;
+        # docs/quality.md, "No blend with an uninformative base model on sparse labels", "Beside a validation set
+        # too small to test"): without a validation triple, or beside one that cannot test, the noisy labels given
+        # or not. Only the noisy labels' own test (no validation triple) keeps the ¼ prior it was measured with. A
+        # validation triple that can test never reaches the no-label rule
         uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
         guard = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy, uninformed=uninformed)
         self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None)
@@ -777,7 +778,7 @@ class LSNPC(BaseEstimator):
         The prior here leaves the neighbours and the co-occurrences out: they rank better but decide
         worse — the rate at which neighbours were given a label is a rate of *noisy* labels, and with it
         fewer wrong labels moved (relabelled retraining on scene and yeast −0.3 micro-F1 on average;
-        README, label issues)."""
+        docs/label-issues.md)."""
         return label_correction(*self._label_inputs(X, labels, pred_probs, neighbours=False))
 
     def find_label_issues(self, X: Any, labels: Any, pred_probs: Any) -> np.ndarray:

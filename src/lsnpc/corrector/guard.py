@@ -42,14 +42,14 @@ dense base model (yeast, 0.30) or a sharp one (bibtex cut to 80 labels at 1,000 
 the blend, which protects it at 0% noise there. The collapse check still refuses. Chosen with a rule
 written down before the runs on scene, yeast and synthetic at 300–1,500 rows and five stand-ins at
 300 and 1,000 rows; confirmed on two new stand-ins, on tmc2007-500, bibtex, delicious and GoEmotions at
-700 rows and on the offline grid (README, "No blend with an uninformative base model on sparse
+700 rows and on the offline grid (docs/quality.md, "No blend with an uninformative base model on sparse
 labels"). A density rule alone (0 below 0.1) had failed on the offline grid: GoEmotions at 0% noise lost
 2.19 macro-F1 where its base model is sharper. Beside a validation triple that cannot test (below) the
 rule is the same since rule 12: until then 15 clean rows gave the plain ⅓ prior, a worse output than no
 label at all on such data. Chosen by a rule written down before the runs (scene, yeast, synthetic at 300
 and 500 rows, five stand-ins at 300: macro +1.21 → +1.67 on the stand-ins, worst-case terms unchanged)
 and confirmed on tmc2007-500, bibtex, delicious and GoEmotions at 250 rows (+3.59 / +2.03 → +5.23 /
-+3.49, worst −0.11, +0.15 at 0%) and three new stand-ins at 300 rows (README, "Beside a validation set
++3.49, worst −0.11, +0.15 at 0%) and three new stand-ins at 300 rows (docs/quality.md, "Beside a validation set
 too small to test"). Since rule 13 also when the noisy labels are given beside such a triple (their ¼
 prior gives way to 0 there; confirmed on the four real sets at 350 rows: +3.10 / +2.37 → +3.19 / +2.69);
 only the noisy labels' own test, without a validation triple, keeps the ¼ prior.
@@ -58,7 +58,7 @@ only the noisy labels' own test, without a validation triple, keeps the ¼ prior
 ¼ (:data:`NOISY_LABELS_BASE_WEIGHT`). Chosen on the same three sets with a rule written down before the
 runs (the smallest of 0, ¼, ⅓ whose worst setting at 0% noise is ≥ −1 and at 30–50% ≥ −1.5, with a mean
 gain ≥ +2 / +2): ¼ lost at most 0.76 at 0% there (0: 2.6) and gained +9.4 / +10.2 (⅓: +8.4 / +8.7); the
-confirm sets could only veto it (README, "Noisy labels choose the epoch").
+confirm sets could only veto it (docs/quality.md, "Noisy labels choose the epoch").
 Where no validation triple was given, the noisy labels of the held-out rows that chose the epoch then
 test the output against that prior (:func:`decide_with_noisy_labels`): it is kept whole (w = 0) unless it
 loses micro- or macro-F1 to the ¼ blend in at least half (:data:`NOISY_LABELS_CONFIDENCE`) of 500
@@ -71,7 +71,7 @@ choose sets (yeast keeps ¼: −0.24, and −0.76 at 0%); 0.3 and 0.4 gained les
 bibtex, delicious and GoEmotions at 300 and 500 rows. Beside a validation triple too small to test (fewer
 than 20 rows) the prior stands untested (or 0 by the sparse rule above, since rule 13): at 200 rows (18
 held-out rows) the test let a loss of 1.37 through, outside the −1 that issue 9 allows with validation
-(README, "The noisy labels test the output").
+(docs/quality.md, "The noisy labels test the output").
 
 **When validation cannot test anything** the no-label rule decides instead. A bootstrap of the validation
 rows can only weigh the entries where LSNPC's output and the base model decide differently; with fewer
@@ -108,7 +108,7 @@ decision (``threshold``): with a validation triple of at least ``MIN_VAL_ROWS`` 
 :data:`DECISION_THRESHOLDS` with the best validation micro- plus macro-F1 of the guarded output, kept only
 if the output at it loses to the base model at 0.5 in fewer than ``confidence`` of the bootstrap
 resamples; 0.5 otherwise. Chosen, confirmed, and vetoed where it acted on smaller triples and without
-labels, as the README's "The decision threshold" says.
+labels, as docs/quality.md, "The decision threshold", says.
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.

@@ -30,7 +30,7 @@ Whatever probability those rows put on labels they were *not* given, relative to
 unexplained probability each label has on average, is where k's labels went. Masking the given labels
 keeps co-occurring true labels out of the estimate (on yeast, 4.2 labels a row, unmasked anchors mostly
 measured co-occurrence); the ratio keeps labels that are merely predicted often from looking like
-destinations. The measurements behind these choices are in the README (label issues).
+destinations. The measurements behind these choices are in docs/label-issues.md.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def neighbour_label_rates(
     scaled to unit length (the same order as cosine similarity, and scikit-learn's fast chunked path,
     3× its cosine one); time grows as n² d — 0.3 s for 4,000 × 500, 4 s for 20,000 × 512, 92 s for
     100,000 × 512 on two cores. On a CUDA ``device`` (a torch device or its name): cosine similarities
-    in float32, in row blocks of at most 256 MB, and ``topk`` there (README, label issues: the speed on
+    in float32, in row blocks of at most 256 MB, and ``topk`` there (docs/label-issues.md: the speed on
     an H100); a neighbour at a near-tie with the k-th may differ from the CPU's choice.
     """
     from sklearn.preprocessing import StandardScaler, normalize
@@ -208,7 +208,7 @@ def choose_prior_weights(labels: np.ndarray, model_logits: np.ndarray, neighbour
     neighbours: simulated noise does not depend on x). The lift is built from the given labels, but only
     from the row's *other* labels and the other rows' counts, and it can only raise a label: a part that
     could lower labels, or shrink the model's logits towards each label's rate, was rewarded for
-    predicting the noise (README, label issues).
+    predicting the noise (docs/label-issues.md).
     """
     b_grid = NEIGHBOUR_WEIGHTS if neighbour_logits is not None else (0.0,)
     c_grid = COOCCURRENCE_WEIGHTS if lift is not None else (0.0,)
@@ -267,7 +267,7 @@ def cooccurrence_lift(labels: np.ndarray, *, smoothing: float = COOCCURRENCE_SMO
     is logit(max(r, π_k)) − logit(π_k). It is zero where the row has no given label besides k and where
     the row's labels go with k no more often than chance. It is never negative: on data whose rows carry
     one label (scene), the wrong label that replaced a true one never co-occurs with it, and a lift
-    allowed to be negative ranked the missing true label *down* (README, label issues). Labels in the
+    allowed to be negative ranked the missing true label *down* (docs/label-issues.md). Labels in the
     rows of a tag-like data set go together (delicious: 19 a row), and there the lift finds the missing
     ones.
 
@@ -389,8 +389,8 @@ def swap_relabel(labels: np.ndarray, prior: np.ndarray, transition: np.ndarray, 
     its number of positives (unless two positives share a source). ``balance=False``: each goes to its
     most likely source. That argmax shrinks rare labels: the source weights carry the prior's odds, so
     a rare label's positives move to frequent labels and almost none move in (a generated 19-label
-    problem: ten of its rarest labels lost 6–18 positives each and got at most one back; README, label
-    issues). ``balance=True`` (the default) gives every label room for the count the posterior expects,
+    problem: ten of its rarest labels lost 6–18 positives each and got at most one back; docs/label-issues.md).
+    ``balance=True`` (the default) gives every label room for the count the posterior expects,
     Σ over the given positives of P(source = k), rounded up; the (positive, source) pairs are taken from
     the most likely down, each positive to the first of its sources that still has room. A positive
     leaves its label only for a source likely enough to win a place, and no label ends above its

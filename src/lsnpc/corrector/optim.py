@@ -6,7 +6,7 @@ runs eagerly; on a CUDA device it never waits for the GPU (clipping and the lear
 device, the loss values are summed there and read once per epoch) and, after a few eager calls per
 batch shape, it is captured as a CUDA graph and replayed: a step of LSNPC at batch 32 is a few hundred
 tiny kernels, and launching them one by one from Python was the whole cost on a GPU (7.7 ms per step on
-an H200, kernel-launch bound; README, "Speed").
+an H200, kernel-launch bound; docs/speed.md).
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class TrainStep:
         """``autograd=False`` says that ``gradient`` needs no autograd (it writes the gradient itself,
         as :class:`~lsnpc.corrector.backprop.NoisyBatchStep` does): on the CPU the whole step then runs
         in ``torch.inference_mode``, where each operation skips autograd's dispatch layers (the same
-        kernels, the same numbers; 4–9% off a batch-32 step, README "Speed")."""
+        kernels, the same numbers; 4–9% off a batch-32 step, docs/speed.md)."""
         self.optimizer, self.gradient, self.clip = optimizer, gradient, clip
         self.on_gpu = device.type == "cuda"
         self._inference = not autograd and not self.on_gpu

@@ -35,12 +35,12 @@ _NOISY_CLIP = 2.0  # gradient-norm clipping of the authors' code: 2 on noisy bat
 _CLEAN_CLIP = 10.0  # 10 on clean batches
 _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS = 5, 200
 # Target optimiser steps of epochs="auto". With clean validation labels the epoch is chosen on
-# validation F1, and longer training helps small data sets settle (2000 steps: README quality table).
+# validation F1, and longer training helps small data sets settle (2000 steps: docs/quality.md).
 # Without them the epoch is chosen on the noisy-data ELBO, which keeps improving as g_φ learns to
 # reproduce the base model's labels — i.e. as the correction fades — so training stays short (600
-# steps: the offline grid in the README; 2000 steps lost 14 micro-F1 points on scene, 30% symmetric).
+# steps: the offline grid in docs/quality.md; 2000 steps lost 14 micro-F1 points on scene, 30% symmetric).
 # F1 against the noisy training labels of held-out rows ("noisy_f1") finds the early epochs that
-# validation F1 finds, so it gets the long schedule too (README, "Noisy labels choose the epoch").
+# validation F1 finds, so it gets the long schedule too (docs/quality.md, "Noisy labels choose the epoch").
 AUTO_STEPS_WITH_VALIDATION = 2000
 AUTO_STEPS_WITHOUT_VALIDATION = 600
 # Subtracted from the "noisy_f1" score (micro- plus macro-F1, in [0, 2]) of an epoch whose held-out correction
@@ -112,7 +112,7 @@ def warm_start_encoder(
     Only the encoder is kept; the throw-away linear head is discarded. The label decoder is not
     touched on purpose: LSNPC corrects by making g_φ lean on the latent (which carries ŷ through the
     shift model), and a decoder initialised to reproduce P from x alone leaves the latent unused and the
-    base model's mistakes in place (measured in the README). Returns the final distillation loss.
+    base model's mistakes in place (measured in docs/quality.md). Returns the final distillation loss.
     """
     data_dim = model.label_decoder.data_dim
     head = nn.Sequential(nn.BatchNorm1d(data_dim), nn.Linear(data_dim, P.shape[1])).to(X.device)
@@ -166,7 +166,7 @@ class _Selector:
                 corrected = correct(Xh, ph)
                 out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1_micro_macro(yh, corrected)
                 # the collapse check's numbers on the held-out rows (guard.py): an epoch it would refuse is
-                # not chosen while another passes (README, "Noisy labels choose among plausible epochs")
+                # not chosen while another passes (docs/quality.md, "Noisy labels choose among plausible epochs")
                 kept, ratio = collapse_statistics(corrected, self._holdout_base)
                 out["holdout_kept_base_positives"], out["holdout_cardinality_ratio"] = kept, ratio
             elif self.holdout is not None:
@@ -235,7 +235,7 @@ def learning_rate(schedule: str, base: float, step: int, epoch: int, total_steps
 # The noisy-batch gradient on a CUDA device: "handwritten" (NoisyBatchStep) or "autograd". Both run
 # as CUDA graphs there; the hand-written one launches fewer kernels: 0.63 against 0.75 ms per batch-32
 # step on an H100, 11.5 against 13.6 s for the default fit at COCO scale (benchmarks/bench_gpu.py,
-# README "Speed"). It draws dropout masks with bernoulli_, where F.dropout uses another kernel on a
+# docs/speed.md). It draws dropout masks with bernoulli_, where F.dropout uses another kernel on a
 # GPU, so its training equals autograd's in distribution, not draw for draw.
 GPU_NOISY_GRADIENT = "handwritten"
 
