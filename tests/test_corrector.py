@@ -351,16 +351,46 @@ def test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict(
     np.testing.assert_array_equal(loaded.predict(X[350:], P[350:]), labels)
 
 
-def test_the_decision_threshold_is_one_half_without_a_triple_that_can_test(problem: dict[str, np.ndarray]) -> None:
-    """Rule 26 where no validation triple of 20 rows or more chooses: 0.5 without any label, with the noisy
-    labels, beside a triple of fewer than 20 rows (trained on or choosing the epoch), with guard=False and
-    for the paper's recipe (lower thresholds lost there); a number given is kept."""
+def test_the_decision_threshold_is_chosen_on_the_held_out_noisy_labels() -> None:
+    """Rule 28b: given the noisy labels and no validation triple, the held-out rows that chose the epoch and
+    their noisy labels choose the threshold as rule 26's triple would (the same :func:`choose_threshold`,
+    against the base model at 0.5, on the guard's resamples) when they are at least 40; fewer: 0.5."""
+    from lsnpc.corrector.guard import DECISION_THRESHOLDS, NOISY_THRESHOLD_MIN_ROWS, choose_threshold
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y = problem["X"], problem["Y"]
+    P = 0.6 * problem["P"]  # under-confident: the positives sit below 0.5
+    labels = (Y[:400] + (np.random.default_rng(1).random(Y[:400].shape) < 0.05)) % 2
+    model = LSNPC(random_state=0, **FAST).fit(X[:400], P[:400], labels=labels)
+    rows = model._holdout_rows
+    assert len(rows) == NOISY_THRESHOLD_MIN_ROWS == 40 and model.selection_.startswith("noisy_f1")
+    expected = choose_threshold(labels[rows], model.predict_proba(X[rows], P[rows]), P[rows],
+                                confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
+    assert (model.threshold_, model.guard_.threshold_loss_support) == expected
+    assert model.threshold_ < 0.5 and model.threshold_ in DECISION_THRESHOLDS
+    assert "chosen on the 40 held-out rows (noisy labels)" in model.guard_.threshold_reason
+    probs = model.predict_proba(X[400:], P[400:])
+    np.testing.assert_array_equal(model.predict(X[400:], P[400:]), probs >= model.threshold_)
+    # 390 rows hold out 39: too few to choose
+    few = LSNPC(random_state=0, **FAST).fit(X[:390], P[:390], labels=labels[:390])
+    assert few.threshold_ == 0.5
+    assert "39 held-out rows (noisy labels), fewer than 40: too few" in few.guard_.threshold_reason
+
+
+def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:
+    """Rules 26 and 28b where neither a validation triple of 20 rows or more nor 40 held-out rows with noisy
+    labels (no triple) choose: 0.5 without any label, with the noisy labels of 30 held-out rows, beside a
+    triple of fewer than 20 rows (trained on or choosing the epoch, the noisy labels given or not), with a
+    clean set alone, with guard=False and for the paper's recipe (lower thresholds lost there); a number
+    given is kept."""
     X, Y, P = problem["X"], problem["Y"], problem["P"]
     labels = (Y[:300] + (np.random.default_rng(1).random(Y[:300].shape) < 0.1)) % 2
     small = dict(X_val=X[300:315], y_val=Y[300:315], pred_probs_val=P[300:315])
+    clean = dict(X_clean=X[300:340], y_clean=Y[300:340], pred_probs_clean=P[300:340])
     cases = [
         (dict(), {}, 0.5, "no validation triple (no label of any kind)"),
-        (dict(), dict(labels=labels), 0.5, "no validation triple (the noisy labels)"),
+        (dict(), clean, 0.5, "no validation triple (a clean set)"),
+        (dict(), dict(labels=labels), 0.5, "30 held-out rows (noisy labels), fewer than 40: too few to choose it"),
         (dict(), small, 0.5, "15 validation rows, fewer than 20: too few to choose it"),
         (dict(), dict(labels=labels, **small), 0.5, "15 validation rows, fewer than 20"),
         (dict(guard=False), {}, 0.5, "guard=False"),

@@ -44,6 +44,7 @@ from .guard import (
     NO_LABELS_BASE_WEIGHT,
     NOISY_LABELS_BASE_WEIGHT,
     NOISY_LABELS_CONFIDENCE,
+    NOISY_THRESHOLD_MIN_ROWS,
     GuardDecision,
     choose_threshold,
     decide_with_noisy_labels,
@@ -171,9 +172,11 @@ class LSNPC(BaseEstimator):
         (rule 26; docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows (where
         the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
         macro-F1 of the output, kept only if the output at it loses to the base model at 0.5 in fewer than
-        ``guard_confidence`` of 500 bootstrap resamples (else 0.5); 0.5 without such a triple (fewer rows,
-        none, only the noisy ``labels`` or a clean set) and with ``guard=False``: lower thresholds lost
-        there. A number given is used as it is.
+        ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given the noisy ``labels`` and no
+        triple (rule 28b), the same choice on the rows held out to choose the epoch, against their noisy
+        labels, when they are 40 or more (400 training rows). 0.5 everywhere else (a triple of fewer rows,
+        the noisy labels beside one, fewer held-out rows, no label, a clean set alone) and with
+        ``guard=False``: lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -519,7 +522,9 @@ class LSNPC(BaseEstimator):
         # validation triple that can test never reaches the no-label rule
         uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
         guard = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy, uninformed=uninformed)
-        self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None)
+        held_out = None if noisy is None else (Xa[noisy[0]], given[noisy[0]], P[noisy[0]])
+        self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None,
+                                             held_out=held_out)
         return self
 
     def _fit_student(
@@ -572,38 +577,46 @@ class LSNPC(BaseEstimator):
         return without_labels()
 
     def _decide_threshold(
-        self, guard: GuardDecision, triple: tuple[np.ndarray, ...] | None, *, labels: bool, clean: bool
+        self, guard: GuardDecision, triple: tuple[np.ndarray, ...] | None, *, labels: bool, clean: bool,
+        held_out: tuple[np.ndarray, ...] | None = None,
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rule 26; see the ``threshold`` parameter):
-        ``triple`` is the validation triple as given to fit (None without one); ``labels``, ``clean``: whether
-        the noisy training labels and a clean set were given. The output on the triple is what
-        ``predict_proba`` would return there, with ``guard``'s blend; the bootstrap resamples are the
-        guard's (the same seed)."""
+        """``guard`` with the decision threshold of ``predict`` (rules 26 and 28; see the ``threshold``
+        parameter): ``triple`` is the validation triple as given to fit (None without one); ``labels``,
+        ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
+        labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
+        no triple was given (None otherwise). The output on those rows is what ``predict_proba`` would
+        return there, with ``guard``'s blend; the bootstrap resamples are the guard's (the same seed)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
-        if triple is None:
+        if triple is not None:
+            rows, what, labelled, least = triple, "validation rows", "the validation labels", MIN_VAL_ROWS
+        elif held_out is not None:  # rule 28b: the held-out rows and their noisy labels, as rule 26's triple
+            rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
+            least = NOISY_THRESHOLD_MIN_ROWS
+        else:
             what = "the noisy labels" if labels else "a clean set" if clean else "no label of any kind"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
-        X_val, y_val, p_val = triple
-        if not np.any(y_val):
-            return replace(guard, threshold=0.5, threshold_reason="the validation labels hold no positive")
-        if len(y_val) < MIN_VAL_ROWS:
+        X_rows, y_rows, p_rows = rows
+        if not np.any(y_rows):
+            return replace(guard, threshold=0.5, threshold_reason=f"{labelled} hold no positive")
+        if len(y_rows) < least:
             return replace(guard, threshold=0.5, threshold_reason=(
-                f"{len(y_val)} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it"))
+                f"{len(y_rows)} {what}, fewer than {least}: too few to choose it"))
         threshold, support = choose_threshold(
-            y_val, self._guarded(X_val, p_val, guard.blend), p_val, confidence=float(self.guard_confidence),
+            y_rows, self._guarded(X_rows, p_rows, guard.blend), p_rows, confidence=float(self.guard_confidence),
             rng=np.random.default_rng(self.predict_seed_),
         )
+        n = len(y_rows)
         if support is None:
-            reason = f"0.5 scored best on the {len(y_val)} validation rows"
+            reason = f"0.5 scored best on the {n} {what}"
         elif threshold < 0.5:
-            reason = (f"chosen on the {len(y_val)} validation rows; it lost to the base model at 0.5 in "
-                      f"{support:.0%} of the bootstrap resamples")
+            reason = (f"chosen on the {n} {what}; it lost to the base model at 0.5 in {support:.0%} of the "
+                      "bootstrap resamples")
         else:
-            reason = (f"the best threshold on the {len(y_val)} validation rows lost to the base model at 0.5 in "
-                      f"{support:.0%} of the bootstrap resamples (at least {float(self.guard_confidence):.0%})")
+            reason = (f"the best threshold on the {n} {what} lost to the base model at 0.5 in {support:.0%} of "
+                      f"the bootstrap resamples (at least {float(self.guard_confidence):.0%})")
         return replace(guard, threshold=threshold, threshold_loss_support=support, threshold_reason=reason)
 
     def _no_label_base_weight(self, selection: str) -> float:

@@ -108,7 +108,9 @@ decision (``threshold``): with a validation triple of at least ``MIN_VAL_ROWS`` 
 :data:`DECISION_THRESHOLDS` with the best validation micro- plus macro-F1 of the guarded output, kept only
 if the output at it loses to the base model at 0.5 in fewer than ``confidence`` of the bootstrap
 resamples; 0.5 otherwise. Chosen, confirmed, and vetoed where it acted on smaller triples and without
-labels, as docs/quality.md, "The decision threshold", says.
+labels, as docs/quality.md, "The decision threshold", says. Given the noisy labels and no triple, the
+rows held out to choose the epoch and their noisy labels choose it the same way when they are at least
+``NOISY_THRESHOLD_MIN_ROWS`` (rule 28b; docs/quality.md, "The held-out noisy labels choose the threshold").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -124,7 +126,8 @@ import numpy as np
 
 __all__ = [
     "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
-    "NOISY_LABELS_CONFIDENCE", "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS",
+    "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_MIN_ROWS", "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY",
+    "NO_LABELS_MIN_SHARPNESS",
     "GuardDecision", "base_density", "base_sharpness", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
 ]
@@ -146,6 +149,9 @@ _MIN_DISCORDANT = 3  # fewer validation entries where output and base model diff
 MIN_VAL_ROWS = 20  # fewer validation rows: too few to test the output (the no-label rule decides)
 # the decision thresholds a validation triple of MIN_VAL_ROWS or more chooses among (rule 26)
 DECISION_THRESHOLDS = tuple(round(0.2 + 0.025 * i, 3) for i in range(13))  # 0.2, 0.225, ..., 0.5
+# fewer held-out rows (their noisy labels, no validation triple): too few to choose the threshold (rule 28b;
+# at 27-33 rows, 300-370 training rows, the choice lost up to 10 micro-F1 at 0% noise on sparse labels)
+NOISY_THRESHOLD_MIN_ROWS = 40
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -209,8 +215,9 @@ class GuardDecision:
     val_base_micro_f1 ... val_chosen_macro_f1 : float or None
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
-        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rule 26):
-        chosen on a validation triple of at least 20 rows (:func:`choose_threshold`), 0.5 otherwise, or
+        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26 and
+        28): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
+        noisy labels and no triple, on at least 40 held-out rows and their noisy labels; 0.5 otherwise, or
         the ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
