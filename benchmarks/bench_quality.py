@@ -24,8 +24,9 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      the library before rule 15 (docs/quality.md, "A validation set too small to test is trained on")
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch
-  lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1") and test the
-                     output against the guard's ¼ prior
+  lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1"), test the
+                     output against the guard's ¼ prior and, from 40 held-out rows, choose the threshold
+                     (rule 28b)
   lsnpc-seeds3       the mean of three LSNPC() outputs, random_state seed, seed + 1000 and seed + 2000 (each
                      guarded on its own; base_weight is their mean, epoch the first fit's): seed variance
                      against bias (docs/quality.md, "Not adopted: a noise signal without labels, seed averaging,

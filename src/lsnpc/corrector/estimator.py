@@ -580,7 +580,7 @@ class LSNPC(BaseEstimator):
         self, guard: GuardDecision, triple: tuple[np.ndarray, ...] | None, *, labels: bool, clean: bool,
         held_out: tuple[np.ndarray, ...] | None = None,
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26 and 28; see the ``threshold``
+        """``guard`` with the decision threshold of ``predict`` (rules 26 and 28b; see the ``threshold``
         parameter): ``triple`` is the validation triple as given to fit (None without one); ``labels``,
         ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and

@@ -216,7 +216,7 @@ class GuardDecision:
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26 and
-        28): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
+        28b): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
         noisy labels and no triple, on at least 40 held-out rows and their noisy labels; 0.5 otherwise, or
         the ``threshold`` given to LSNPC.
     threshold_reason : str or None
@@ -505,7 +505,8 @@ def choose_threshold(
     thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
     n_boot: int = _N_BOOT,
 ) -> tuple[float, float | None]:
-    """The decision threshold of the output on clean validation labels (rule 26): (threshold, loss support).
+    """The decision threshold of the output on validation labels (rule 26; rule 28b: the noisy labels of the
+    held-out rows): (threshold, loss support).
 
     y_val (n, L) 0/1; output (n, L): what ``predict_proba`` returns on the validation rows (after the
     guard's blend); base (n, L): the base model's probabilities there. The candidate is the threshold in
