@@ -195,10 +195,13 @@ def test_demo_runs_end_to_end_on_builtin_data() -> None:
     assert result.returncode == 0, result.stderr
     for fragment in ("synthetic", "base MLP", "+ KNN", "+ LSNPC", "micro-F1", "macro-F1", "300 noisy training"):
         assert fragment in result.stdout
-    # LSNPC is given the noisy training labels, as the README recommends: they choose its epoch
+    # LSNPC is given the noisy training labels, as the README recommends: they choose its epoch; 300 rows hold
+    # out 30, too few to choose a threshold (rule 28b), and the demo says where LSNPC labels
+    assert "it labels at probability >= 0.5" in result.stdout
     as_json = lsnpc("demo", "--max-train", "300", "--mlp-epochs", "2", "--lsnpc-epochs", "1", "--json")
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout)["lsnpc_selection"].startswith("noisy_f1")
+    demo = json.loads(as_json.stdout)
+    assert demo["lsnpc_selection"].startswith("noisy_f1") and demo["lsnpc_threshold"] == 0.5
 
 
 @pytest.mark.slow

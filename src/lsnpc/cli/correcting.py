@@ -67,13 +67,14 @@ def demo(
              for name in (r["processor_name"] for r in result.rows)}
     metrics = ["micro_f1", "macro_f1", "map", "lrap", "hamming_loss", "ranking_loss"]
     first_row = result.rows[0]
+    lsnpc_row = next(r for r in result.rows if r["processor_name"] == "lsnpc")
     if as_json:
         _print_json({
             "dataset": dataset, "seed": seed, "noise_kind": noise_kind, "noise_rate": noise_rate,
             "noise_realised_rate": first_row["noise_realised_rate"], "n_train": first_row["n_train"],
             "n_test": first_row["n_test"], "n_labels": first_row["n_labels"], "seconds": seconds,
             "methods": {names[r["processor_name"]].lstrip("+ "): {m: r[m] for m in metrics} for r in result.rows},
-            "lsnpc_selection": next(r["selection"] for r in result.rows if r["processor_name"] == "lsnpc"),
+            "lsnpc_selection": lsnpc_row["selection"], "lsnpc_threshold": lsnpc_row["threshold"],
         })
         return
     console = _console()
@@ -84,7 +85,8 @@ def demo(
     console.print(_metrics_table(title, rows, metrics))
     console.print("base MLP: trained on noisy labels; + KNN / + LSNPC: its test probabilities corrected "
                   "without any clean label (LSNPC's epoch chosen, and its output tested, on the noisy training "
-                  "labels). Higher is better except Hamming and ranking loss; the best of each column is green.")
+                  f"labels; it labels at probability >= {lsnpc_row['threshold']:g}). Higher is better except "
+                  "Hamming and ranking loss; the best of each column is green.")
     console.print(f"took {seconds:.1f} s (features + noise {first_row['time_data_s']:.1f} s, "
                   f"base MLP {first_row['time_classifier_s']:.1f} s, "
                   + ", ".join(f"{names[r['processor_name']][2:]} {r['time_fit_s']:.1f} s"
