@@ -116,7 +116,7 @@ def test_the_summary_says_what_the_output_is_and_why() -> None:
     kept = _decide(y, np.clip(0.8 * y + 0.1, 0, 1), np.clip(0.5 * y + 0.25, 0, 1)).summary()
     assert kept.startswith("LSNPC's output;") and "w = 0: 0%" in kept
     prior = decide_without_validation(base, base, base_weight=0.25).summary()
-    assert prior == "LSNPC's output with base weight 0.25; prior base weight (no clean labels to test with)"
+    assert prior == "LSNPC's output with base weight 0.25; prior base weight (no label tests the output)"
     assert GuardDecision.skipped("guard=False").summary() == "guard off (guard=False): LSNPC's output as it is"
 
 
@@ -243,7 +243,7 @@ def test_without_any_label_an_uninformative_base_model_on_sparse_labels_is_not_b
     assert weak.base_sharpness == pytest.approx(base_sharpness(vague))
     for kept in (decide(sharp, uninformed=True), decide(dense, uninformed=True), decide(vague)):
         assert kept.base_weight == pytest.approx(1 / 3)
-        assert kept.reason == "prior base weight (no clean labels to test with)"
+        assert kept.reason == "prior base weight (no label tests the output)"
     collapsed = decide(vague, np.zeros_like(vague), uninformed=True)
     assert collapsed.refused and collapsed.base_weight == 1.0
     assert GuardDecision.from_dict(json.loads(json.dumps(weak.to_dict()))) == weak

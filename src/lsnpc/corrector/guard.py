@@ -634,7 +634,7 @@ def decide_without_validation(
                   f"{NO_LABELS_MIN_DENSITY:g}) whose probabilities resolve little (sharpness {sharpness:.3g} < "
                   f"{NO_LABELS_MIN_SHARPNESS:g}), where a blend only raises the threshold (no label tests the output)")
     else:
-        reason = "prior base weight (no clean labels to test with)"
+        reason = "prior base weight (no label tests the output)"
     return GuardDecision(
         applied=True,
         blend=0.0 if reasons else 1.0 if weak else 1.0 - float(base_weight),
