@@ -222,8 +222,9 @@ class GuardDecision:
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     threshold_loss_support : float or None
-        Where a validation triple chose: the share of bootstrap resamples in which the output at the best
-        threshold below 0.5 lost micro- or macro-F1 to the base model at 0.5 (kept below ``confidence``).
+        Where a validation triple (or, rule 28b, the held-out rows' noisy labels) chose: the share of
+        bootstrap resamples in which the output at the best threshold below 0.5 lost micro- or macro-F1 to
+        the base model at 0.5 (kept below ``confidence``).
     """
 
     applied: bool
