@@ -23,10 +23,11 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-validate     LSNPC(small_val="validate"): a validation triple under 20 rows always chooses the epoch,
                      the library before rule 15 (docs/quality.md, "A validation set too small to test is trained on")
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
-                     trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch
+                     trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch and,
+                     from 20 held-out rows, the threshold (rule 29d)
   lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1"), test the
-                     output against the guard's ¼ prior and, from 40 held-out rows, choose the threshold
-                     (rule 28b)
+                     output against the guard's ¼ prior and choose the threshold: from 40 held-out rows
+                     (rule 28b), from 20 among fewer thresholds (rule 29d)
   lsnpc-seeds3       the mean of three LSNPC() outputs, random_state seed, seed + 1000 and seed + 2000 (each
                      guarded on its own; base_weight is their mean, epoch the first fit's): seed variance
                      against bias (docs/quality.md, "Not adopted: a noise signal without labels, seed averaging,

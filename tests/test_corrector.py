@@ -354,7 +354,7 @@ def test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict(
 def test_the_decision_threshold_is_chosen_on_the_held_out_noisy_labels() -> None:
     """Rule 28b: given the noisy labels and no validation triple, the held-out rows that chose the epoch and
     their noisy labels choose the threshold as rule 26's triple would (the same :func:`choose_threshold`,
-    against the base model at 0.5, on the guard's resamples) when they are at least 40; fewer: 0.5."""
+    against the base model at 0.5, on the guard's resamples) when they are at least 40 (fewer: rule 29d)."""
     from lsnpc.corrector.guard import DECISION_THRESHOLDS, NOISY_THRESHOLD_MIN_ROWS, choose_threshold
 
     problem = make_noisy_problem(500, 0.15)
@@ -371,18 +371,69 @@ def test_the_decision_threshold_is_chosen_on_the_held_out_noisy_labels() -> None
     assert "chosen on the 40 held-out rows (noisy labels)" in model.guard_.threshold_reason
     probs = model.predict_proba(X[400:], P[400:])
     np.testing.assert_array_equal(model.predict(X[400:], P[400:]), probs >= model.threshold_)
-    # 390 rows hold out 39: too few to choose
-    few = LSNPC(random_state=0, **FAST).fit(X[:390], P[:390], labels=labels[:390])
-    assert few.threshold_ == 0.5
-    assert "39 held-out rows (noisy labels), fewer than 40: too few" in few.guard_.threshold_reason
+
+
+def test_fewer_held_out_rows_choose_among_thresholds_within_the_label_count() -> None:
+    """Rule 29d: 20 to 39 held-out rows with noisy labels (no triple, or beside one of fewer than 20 rows,
+    which cannot choose) choose the threshold as rule 28b's 40 do, but only among those from 0.35 up at which
+    what predict_proba returns on the training rows predicts no more labels a row than their noisy labels
+    hold (:func:`thresholds_within_label_count`), as any number do beside a small triple; fewer than 20
+    held-out rows choose nothing (0.5)."""
+    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, choose_threshold, thresholds_within_label_count
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y = problem["X"], problem["Y"]
+    P = 0.5 * problem["P"]  # under-confident: the positives sit below 0.5
+    labels = (Y + (np.random.default_rng(1).random(Y.shape) < 0.05)) % 2
+    small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
+    for fit_kwargs, beside in ((dict(), ""), (small, "; beside 15 validation rows, too few to choose it")):
+        model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=labels[:300], **fit_kwargs)
+        rows = model._holdout_rows
+        assert len(rows) == 30 and model.selection_.startswith("noisy_f1")
+        allowed = thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), labels[:300],
+                                                floor=NOISY_THRESHOLD_FLOOR)
+        assert allowed[-1] == 0.5 and min(allowed) >= NOISY_THRESHOLD_FLOOR
+        guarded = model.predict_proba(X[rows], P[rows])
+        expected = choose_threshold(labels[rows], guarded, P[rows], confidence=model.guard_confidence,
+                                    rng=np.random.default_rng(model.predict_seed_), thresholds=allowed)
+        assert (model.threshold_, model.guard_.threshold_loss_support) == expected
+        assert NOISY_THRESHOLD_FLOOR <= model.threshold_ < 0.5, fit_kwargs
+        # the limits bind: the whole grid would have gone lower on these 30 rows
+        whole = choose_threshold(labels[rows], guarded, P[rows], confidence=model.guard_confidence,
+                                 rng=np.random.default_rng(model.predict_seed_))
+        assert whole[0] < model.threshold_
+        assert model.guard_.threshold_reason.startswith(
+            f"chosen on the 30 held-out rows (noisy labels{beside}); fewer than 40: from 0.35, where the output "
+            "predicts no more labels a row than the noisy labels hold;"), model.guard_.threshold_reason
+        probs = model.predict_proba(X[415:], P[415:])
+        np.testing.assert_array_equal(model.predict(X[415:], P[415:]), probs >= model.threshold_)
+    # beside a small triple, 40 held-out rows or more choose within the same limits (the stricter choice; rule
+    # 28b's whole grid was measured without a triple only)
+    model = LSNPC(random_state=0, **FAST).fit(X[:450], P[:450], labels=labels[:450],
+                                              X_val=X[450:465], y_val=Y[450:465], pred_probs_val=P[450:465])
+    rows = model._holdout_rows
+    assert len(rows) == 45
+    allowed = thresholds_within_label_count(model.predict_proba(X[:450], P[:450]), labels[:450],
+                                            floor=NOISY_THRESHOLD_FLOOR)
+    expected = choose_threshold(labels[rows], model.predict_proba(X[rows], P[rows]), P[rows],
+                                confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_),
+                                thresholds=allowed)
+    assert (model.threshold_, model.guard_.threshold_loss_support) == expected
+    assert "45 held-out rows (noisy labels; beside 15 validation rows, too few to choose it); beside it: from 0.35" in (
+        model.guard_.threshold_reason)
+    # 190 rows hold out 19: too few to choose, with a small triple beside or not
+    for fit_kwargs in (dict(), small):
+        few = LSNPC(random_state=0, **FAST).fit(X[:190], P[:190], labels=labels[:190], **fit_kwargs)
+        assert few.threshold_ == 0.5
+        assert "fewer than 20: too few to choose it" in few.guard_.threshold_reason
+        assert few.guard_.threshold_reason.startswith("19 held-out rows (noisy labels")
 
 
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:
-    """Rules 26 and 28b where neither a validation triple of 20 rows or more nor 40 held-out rows with noisy
-    labels (no triple) choose: 0.5 without any label, with the noisy labels of 30 held-out rows, beside a
-    triple of fewer than 20 rows (trained on or choosing the epoch, the noisy labels given or not), with a
-    clean set alone, with guard=False and for the paper's recipe (lower thresholds lost there); a number
-    given is kept."""
+    """Rules 26, 28b and 29d where neither a validation triple of 20 rows or more nor held-out rows with noisy
+    labels choose: 0.5 without any label, with noisy labels that did not choose the epoch, beside a triple of
+    fewer than 20 rows without the noisy labels (trained on or choosing the epoch), with a clean set alone,
+    with guard=False and for the paper's recipe (lower thresholds lost there); a number given is kept."""
     X, Y, P = problem["X"], problem["Y"], problem["P"]
     labels = (Y[:300] + (np.random.default_rng(1).random(Y[:300].shape) < 0.1)) % 2
     small = dict(X_val=X[300:315], y_val=Y[300:315], pred_probs_val=P[300:315])
@@ -390,9 +441,8 @@ def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: 
     cases = [
         (dict(), {}, 0.5, "no validation triple (no label of any kind)"),
         (dict(), clean, 0.5, "no validation triple (a clean set)"),
-        (dict(), dict(labels=labels), 0.5, "30 held-out rows (noisy labels), fewer than 40: too few to choose it"),
+        (dict(selection="noisy_elbo"), dict(labels=labels), 0.5, "no validation triple (the noisy labels)"),
         (dict(), small, 0.5, "15 validation rows, fewer than 20: too few to choose it"),
-        (dict(), dict(labels=labels, **small), 0.5, "15 validation rows, fewer than 20"),
         (dict(guard=False), {}, 0.5, "guard=False"),
         (dict(threshold=0.3), {}, 0.3, "given"),
     ]

@@ -40,16 +40,19 @@ from .._validation import (
 )
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
+    DECISION_THRESHOLDS,
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
     NOISY_LABELS_BASE_WEIGHT,
     NOISY_LABELS_CONFIDENCE,
+    NOISY_THRESHOLD_FLOOR,
     NOISY_THRESHOLD_MIN_ROWS,
     GuardDecision,
     choose_threshold,
     decide_with_noisy_labels,
     decide_with_validation,
     decide_without_validation,
+    thresholds_within_label_count,
 )
 from .inference import predict_corrected
 from .label_posterior import label_correction, label_posterior, label_quality, neighbour_label_rates, review
@@ -173,10 +176,12 @@ class LSNPC(BaseEstimator):
         the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
         macro-F1 of the output, kept only if the output at it loses to the base model at 0.5 in fewer than
         ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given the noisy ``labels`` and no
-        triple (rule 28b), the same choice on the rows held out to choose the epoch, against their noisy
-        labels, when they are 40 or more (400 training rows). 0.5 everywhere else (a triple of fewer rows,
-        the noisy labels beside one, fewer held-out rows, no label, a clean set alone) and with
-        ``guard=False``: lower thresholds lost there. A number given is used as it is.
+        triple, or beside one of fewer than 20 rows, the same choice on the rows held out to choose the
+        epoch, against their noisy labels: from 40 of them (400 training rows) without a triple among all
+        those thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the
+        output on the training rows predicts no more labels a row than their noisy labels hold. 0.5
+        everywhere else (fewer held-out rows, a small triple without the noisy labels, no label, a clean set
+        alone) and with ``guard=False``: lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -522,9 +527,15 @@ class LSNPC(BaseEstimator):
         # validation triple that can test never reaches the no-label rule
         uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
         guard = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy, uninformed=uninformed)
-        held_out = None if noisy is None else (Xa[noisy[0]], given[noisy[0]], P[noisy[0]])
+        # the held-out rows and their noisy labels choose the threshold where no validation triple can: without
+        # one, or beside one of fewer than MIN_VAL_ROWS rows (rules 28b and 29d)
+        held_out = None
+        if (result.selection == "noisy_f1" and result.holdout_rows is not None and self.guard_base_weight == "auto"
+                and (triple is None or len(triple[1]) < MIN_VAL_ROWS)):
+            rows = result.holdout_rows
+            held_out = (Xa[rows], given[rows], P[rows])
         self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None,
-                                             held_out=held_out)
+                                             held_out=held_out, training=(Xa, P, given))
         return self
 
     def _fit_student(
@@ -579,22 +590,30 @@ class LSNPC(BaseEstimator):
     def _decide_threshold(
         self, guard: GuardDecision, triple: tuple[np.ndarray, ...] | None, *, labels: bool, clean: bool,
         held_out: tuple[np.ndarray, ...] | None = None,
+        training: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None,
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26 and 28b; see the ``threshold``
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b and 29d; see the ``threshold``
         parameter): ``triple`` is the validation triple as given to fit (None without one); ``labels``,
         ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
-        no triple was given (None otherwise). The output on those rows is what ``predict_proba`` would
-        return there, with ``guard``'s blend; the bootstrap resamples are the guard's (the same seed)."""
+        no triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise): they choose it then, among all
+        of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise,
+        from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on ``training`` (X, base
+        probabilities, noisy labels of all the training rows). The output on those rows is what
+        ``predict_proba`` would return there, with ``guard``'s blend; the bootstrap resamples are the guard's
+        (the same seed)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
-        if triple is not None:
-            rows, what, labelled, least = triple, "validation rows", "the validation labels", MIN_VAL_ROWS
-        elif held_out is not None:  # rule 28b: the held-out rows and their noisy labels, as rule 26's triple
+        grid = DECISION_THRESHOLDS
+        if held_out is not None:  # rules 28b and 29d: the held-out rows and their noisy labels, as rule 26's triple
             rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
-            least = NOISY_THRESHOLD_MIN_ROWS
+            least = MIN_VAL_ROWS
+            if triple is not None:
+                what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
+        elif triple is not None:
+            rows, what, labelled, least = triple, "validation rows", "the validation labels", MIN_VAL_ROWS
         else:
             what = "the noisy labels" if labels else "a clean set" if clean else "no label of any kind"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
@@ -604,9 +623,17 @@ class LSNPC(BaseEstimator):
         if len(y_rows) < least:
             return replace(guard, threshold=0.5, threshold_reason=(
                 f"{len(y_rows)} {what}, fewer than {least}: too few to choose it"))
+        # rule 29d: thin evidence (and, unmeasured, any number beside a small triple: the stricter choice)
+        if held_out is not None and (len(y_rows) < NOISY_THRESHOLD_MIN_ROWS or triple is not None):
+            X_all, p_all, y_all = training
+            grid = thresholds_within_label_count(self._guarded(X_all, p_all, guard.blend), y_all,
+                                                 floor=NOISY_THRESHOLD_FLOOR)
+            why = f"fewer than {NOISY_THRESHOLD_MIN_ROWS}" if len(y_rows) < NOISY_THRESHOLD_MIN_ROWS else "beside it"
+            what += (f"; {why}: from {NOISY_THRESHOLD_FLOOR:g}, where the output predicts no more labels a row than "
+                     "the noisy labels hold")
         threshold, support = choose_threshold(
             y_rows, self._guarded(X_rows, p_rows, guard.blend), p_rows, confidence=float(self.guard_confidence),
-            rng=np.random.default_rng(self.predict_seed_),
+            rng=np.random.default_rng(self.predict_seed_), thresholds=grid,
         )
         n = len(y_rows)
         if support is None:

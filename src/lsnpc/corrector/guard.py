@@ -111,6 +111,11 @@ resamples; 0.5 otherwise. Chosen, confirmed, and vetoed where it acted on smalle
 labels, as docs/quality.md, "The decision threshold", says. Given the noisy labels and no triple, the
 rows held out to choose the epoch and their noisy labels choose it the same way when they are at least
 ``NOISY_THRESHOLD_MIN_ROWS`` (rule 28b; docs/quality.md, "The held-out noisy labels choose the threshold").
+Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside a triple of fewer than
+``MIN_VAL_ROWS`` rows, among fewer thresholds (:func:`thresholds_within_label_count`): from
+:data:`NOISY_THRESHOLD_FLOOR` (0.35) up, and only where the output on the training rows predicts no more
+labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
+threshold").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -126,10 +131,10 @@ import numpy as np
 
 __all__ = [
     "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
-    "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_MIN_ROWS", "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY",
-    "NO_LABELS_MIN_SHARPNESS",
+    "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS", "NO_LABELS_BASE_WEIGHT",
+    "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS",
     "GuardDecision", "base_density", "base_sharpness", "choose_threshold", "f1_from_counts",
-    "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation",
+    "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "thresholds_within_label_count",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
@@ -152,6 +157,9 @@ DECISION_THRESHOLDS = tuple(round(0.2 + 0.025 * i, 3) for i in range(13))  # 0.2
 # fewer held-out rows (their noisy labels, no validation triple): too few to choose the threshold (rule 28b;
 # at 27-33 rows, 300-370 training rows, the choice lost up to 10 micro-F1 at 0% noise on sparse labels)
 NOISY_THRESHOLD_MIN_ROWS = 40
+# fewer held-out rows, but at least MIN_VAL_ROWS, choose it only among the thresholds of at least this at which the
+# output predicts no more labels a row than the noisy labels hold (rule 29d: :func:`thresholds_within_label_count`)
+NOISY_THRESHOLD_FLOOR = 0.35
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -534,6 +542,20 @@ def choose_threshold(
     reference = f1_from_counts(*_counts(y_val, base >= 0.5, weights))
     support = float(_loses(candidate, reference).mean())
     return (chosen, support) if support < confidence else (0.5, support)
+
+
+def thresholds_within_label_count(
+    output: np.ndarray, labels: np.ndarray, *, floor: float, thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
+) -> tuple[float, ...]:
+    """The thresholds that fewer than ``NOISY_THRESHOLD_MIN_ROWS`` held-out rows may choose among (rule 29d):
+    those of ``thresholds`` from ``floor`` up at which ``output`` (n, L), what ``predict_proba`` returns on
+    the training rows, predicts no more positive labels a row on average than the noisy ``labels`` (n, L)
+    of those rows hold; 0.5 always. A lower threshold that adds labels the data never had is how a flat
+    output, its probabilities crowded just below 0.5, floods rows with positives that a few dozen held-out
+    rows cannot show (docs/quality.md, "Fewer held-out rows choose the threshold")."""
+    per_row = float(np.asarray(labels).sum(1).mean())
+    return tuple(t for t in thresholds
+                 if t >= 0.5 or (t >= floor and float((output >= t).sum(1).mean()) <= per_row))
 
 
 def decide_with_noisy_labels(
