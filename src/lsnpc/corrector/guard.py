@@ -154,8 +154,9 @@ _MIN_DISCORDANT = 3  # fewer validation entries where output and base model diff
 MIN_VAL_ROWS = 20  # fewer validation rows: too few to test the output (the no-label rule decides)
 # the decision thresholds a validation triple of MIN_VAL_ROWS or more chooses among (rule 26)
 DECISION_THRESHOLDS = tuple(round(0.2 + 0.025 * i, 3) for i in range(13))  # 0.2, 0.225, ..., 0.5
-# fewer held-out rows (their noisy labels, no validation triple): too few to choose the threshold (rule 28b;
-# at 27-33 rows, 300-370 training rows, the choice lost up to 10 micro-F1 at 0% noise on sparse labels)
+# fewer held-out rows (their noisy labels, no validation triple): too few to choose the threshold among all of
+# DECISION_THRESHOLDS (rule 28b; at 27-33 rows, 300-370 training rows, that choice lost up to 10 micro-F1 at 0%
+# noise on sparse labels); they choose among fewer (rule 29d, below)
 NOISY_THRESHOLD_MIN_ROWS = 40
 # fewer held-out rows, but at least MIN_VAL_ROWS, choose it only among the thresholds of at least this at which the
 # output predicts no more labels a row than the noisy labels hold (rule 29d: :func:`thresholds_within_label_count`)
@@ -223,14 +224,15 @@ class GuardDecision:
     val_base_micro_f1 ... val_chosen_macro_f1 : float or None
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
-        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26 and
-        28b): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
-        noisy labels and no triple, on at least 40 held-out rows and their noisy labels; 0.5 otherwise, or
-        the ``threshold`` given to LSNPC.
+        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b
+        and 29d): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
+        noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than 40,
+        or beside a smaller triple: among :func:`thresholds_within_label_count`); 0.5 otherwise, or the
+        ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     threshold_loss_support : float or None
-        Where a validation triple (or, rule 28b, the held-out rows' noisy labels) chose: the share of
+        Where a validation triple (or, rules 28b and 29d, the held-out rows' noisy labels) chose: the share of
         bootstrap resamples in which the output at the best threshold below 0.5 lost micro- or macro-F1 to
         the base model at 0.5 (kept below ``confidence``).
     """
