@@ -535,7 +535,7 @@ class LSNPC(BaseEstimator):
             rows = result.holdout_rows
             held_out = (Xa[rows], given[rows], P[rows])
         self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None,
-                                             held_out=held_out, training=(Xa, P, given))
+                                             held_out=held_out, training=(Xa, P, given, corrected_train))
         return self
 
     def _fit_student(
@@ -590,7 +590,7 @@ class LSNPC(BaseEstimator):
     def _decide_threshold(
         self, guard: GuardDecision, triple: tuple[np.ndarray, ...] | None, *, labels: bool, clean: bool,
         held_out: tuple[np.ndarray, ...] | None = None,
-        training: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None,
+        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
     ) -> GuardDecision:
         """``guard`` with the decision threshold of ``predict`` (rules 26, 28b and 29d; see the ``threshold``
         parameter): ``triple`` is the validation triple as given to fit (None without one); ``labels``,
@@ -599,9 +599,9 @@ class LSNPC(BaseEstimator):
         no triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise): they choose it then, among all
         of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise,
         from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on ``training`` (X, base
-        probabilities, noisy labels of all the training rows). The output on those rows is what
-        ``predict_proba`` would return there, with ``guard``'s blend; the bootstrap resamples are the guard's
-        (the same seed)."""
+        probabilities, noisy labels of all the training rows, and their correction when fit has it). The
+        output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
+        bootstrap resamples are the guard's (the same seed)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
@@ -609,24 +609,23 @@ class LSNPC(BaseEstimator):
         grid = DECISION_THRESHOLDS
         if held_out is not None:  # rules 28b and 29d: the held-out rows and their noisy labels, as rule 26's triple
             rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
-            least = MIN_VAL_ROWS
             if triple is not None:
                 what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
         elif triple is not None:
-            rows, what, labelled, least = triple, "validation rows", "the validation labels", MIN_VAL_ROWS
+            rows, what, labelled = triple, "validation rows", "the validation labels"
         else:
             what = "the noisy labels" if labels else "a clean set" if clean else "no label of any kind"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
         X_rows, y_rows, p_rows = rows
         if not np.any(y_rows):
             return replace(guard, threshold=0.5, threshold_reason=f"{labelled} hold no positive")
-        if len(y_rows) < least:
+        if len(y_rows) < MIN_VAL_ROWS:
             return replace(guard, threshold=0.5, threshold_reason=(
-                f"{len(y_rows)} {what}, fewer than {least}: too few to choose it"))
+                f"{len(y_rows)} {what}, fewer than {MIN_VAL_ROWS}: too few to choose it"))
         # rule 29d: thin evidence (and, unmeasured, any number beside a small triple: the stricter choice)
         if held_out is not None and (len(y_rows) < NOISY_THRESHOLD_MIN_ROWS or triple is not None):
-            X_all, p_all, y_all = training
-            grid = thresholds_within_label_count(self._guarded(X_all, p_all, guard.blend), y_all,
+            X_all, p_all, y_all, corrected_all = training
+            grid = thresholds_within_label_count(self._guarded(X_all, p_all, guard.blend, corrected_all), y_all,
                                                  floor=NOISY_THRESHOLD_FLOOR)
             why = f"fewer than {NOISY_THRESHOLD_MIN_ROWS}" if len(y_rows) < NOISY_THRESHOLD_MIN_ROWS else "beside it"
             what += (f"; {why}: from {NOISY_THRESHOLD_FLOOR:g}, where the output predicts no more labels a row than "
@@ -733,12 +732,13 @@ class LSNPC(BaseEstimator):
         Xa, P = self._check_predict_input(X, pred_probs)
         return self._guarded(Xa, P, self.guard_.blend)
 
-    def _guarded(self, X: np.ndarray, P: np.ndarray, blend: float) -> np.ndarray:
+    def _guarded(self, X: np.ndarray, P: np.ndarray, blend: float, corrected: np.ndarray | None = None) -> np.ndarray:
         """blend · LSNPC's output + (1 − blend) · P, (n, L): what ``predict_proba`` returns for a guard's
-        ``blend`` (the output is not computed where blend is 0)."""
+        ``blend`` (the output is not computed where blend is 0); ``corrected``: the correction of (X, P) when
+        already computed (as for :meth:`_output`)."""
         if blend == 0.0:
             return P.copy()
-        output = self._output(X, P)
+        output = self._output(X, P, corrected)
         if blend == 1.0:
             return output
         return (blend * output + (1 - blend) * P).astype(np.float32)
