@@ -429,20 +429,65 @@ def test_fewer_held_out_rows_choose_among_thresholds_within_the_label_count() ->
         assert few.guard_.threshold_reason.startswith("19 held-out rows (noisy labels")
 
 
+def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> None:
+    """Rule 30: beside a validation triple of fewer than 20 rows and without the noisy labels, the threshold
+    is the lowest from 0.35 at which what predict_proba returns on the training rows predicts no more labels
+    a row than the triple's labels hold, whether rule 15 trained on the triple or it chose the epoch; 0.5
+    where every lower threshold predicts more, and where the triple holds no positive."""
+    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y = problem["X"], problem["Y"]
+    P = 0.5 * problem["P"]  # under-confident: the positives sit below 0.5
+    small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
+    for params in (dict(), dict(small_val="validate")):
+        model = LSNPC(random_state=0, **FAST, **params).fit(X[:300], P[:300], **small)
+        assert ("trained on" in model.selection_) == (not params), model.selection_
+        allowed = thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), Y[400:415],
+                                                floor=NOISY_THRESHOLD_FLOOR)
+        assert model.threshold_ == min(allowed) and NOISY_THRESHOLD_FLOOR <= model.threshold_ < 0.5, params
+        # the count binds: a lower threshold predicts more labels a row than the triple holds
+        training = model.predict_proba(X[:300], P[:300])
+        per_row = Y[400:415].sum(1).mean()
+        assert (training >= model.threshold_).sum(1).mean() <= per_row
+        lower = model.threshold_ - 0.025
+        assert lower < NOISY_THRESHOLD_FLOOR or (training >= lower).sum(1).mean() > per_row
+        assert model.guard_.threshold_loss_support is None
+        assert model.guard_.threshold_reason.startswith(
+            "15 validation rows, fewer than 20: too few to choose it by F1; the lowest threshold from 0.35 at which "
+            "the output predicts no more labels a row on the training rows ("), model.guard_.threshold_reason
+        assert f"than these rows hold ({per_row:.2f})" in model.guard_.threshold_reason
+        probs = model.predict_proba(X[415:], P[415:])
+        np.testing.assert_array_equal(model.predict(X[415:], P[415:]), probs >= model.threshold_)
+    # a triple whose rows hold fewer labels than the output predicts at any lower threshold: 0.5
+    sparse = Y[400:415].copy()
+    sparse[:, 1:] = 0
+    sparse[1:, 0] = 0
+    sparse[0, 0] = 1  # one positive in 15 rows
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[400:415], y_val=sparse,
+                                              pred_probs_val=P[400:415])
+    assert model.threshold_ == 0.5
+    assert "below it, from 0.35, the output predicts more labels a row on the training rows than these rows hold " \
+        "(0.07)" in model.guard_.threshold_reason
+    # without a positive in the triple there is nothing to count
+    with pytest.warns(UserWarning, match="no positive label"):
+        model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[400:415], y_val=0 * sparse,
+                                                  pred_probs_val=P[400:415])
+    assert model.threshold_ == 0.5 and "hold no positive" in model.guard_.threshold_reason
+
+
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:
-    """Rules 26, 28b and 29d where neither a validation triple of 20 rows or more nor held-out rows with noisy
-    labels choose: 0.5 without any label, with noisy labels that did not choose the epoch, beside a triple of
-    fewer than 20 rows without the noisy labels (trained on or choosing the epoch), with a clean set alone,
-    with guard=False and for the paper's recipe (lower thresholds lost there); a number given is kept."""
+    """Rules 26, 28b, 29d and 30 where no labelled rows choose or count: 0.5 without any label, with noisy
+    labels that did not choose the epoch, with a clean set alone, with guard=False and for the paper's recipe
+    (lower thresholds lost there); a number given is kept. (Beside a triple of fewer than 20 rows, rule 30's
+    test.)"""
     X, Y, P = problem["X"], problem["Y"], problem["P"]
     labels = (Y[:300] + (np.random.default_rng(1).random(Y[:300].shape) < 0.1)) % 2
-    small = dict(X_val=X[300:315], y_val=Y[300:315], pred_probs_val=P[300:315])
     clean = dict(X_clean=X[300:340], y_clean=Y[300:340], pred_probs_clean=P[300:340])
     cases = [
         (dict(), {}, 0.5, "no validation triple (no label of any kind)"),
         (dict(), clean, 0.5, "no validation triple (a clean set)"),
         (dict(selection="noisy_elbo"), dict(labels=labels), 0.5, "no validation triple (the noisy labels)"),
-        (dict(), small, 0.5, "15 validation rows, fewer than 20: too few to choose it"),
         (dict(guard=False), {}, 0.5, "guard=False"),
         (dict(threshold=0.3), {}, 0.3, "given"),
     ]

@@ -179,9 +179,11 @@ class LSNPC(BaseEstimator):
         triple, or beside one of fewer than 20 rows, the same choice on the rows held out to choose the
         epoch, against their noisy labels: from 40 of them (400 training rows) without a triple among all
         those thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the
-        output on the training rows predicts no more labels a row than their noisy labels hold. 0.5
-        everywhere else (fewer held-out rows, a small triple without the noisy labels, no label, a clean set
-        alone) and with ``guard=False``: lower thresholds lost there. A number given is used as it is.
+        output on the training rows predicts no more labels a row than their noisy labels hold. Beside a
+        triple of fewer than 20 rows without the noisy labels, the lowest of those thresholds, with the
+        triple's labels a row as the count (rule 30): too few rows to choose by F1, enough to count. 0.5
+        everywhere else (fewer held-out rows, no label, a clean set alone) and with ``guard=False``: lower
+        thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -592,7 +594,7 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None = None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b and 29d; see the ``threshold``
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d and 30; see the ``threshold``
         parameter): ``triple`` is the validation triple as given to fit (None without one); ``labels``,
         ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
@@ -601,7 +603,9 @@ class LSNPC(BaseEstimator):
         from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on ``training`` (X, base
         probabilities, noisy labels of all the training rows, and their correction when fit has it). The
         output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
-        bootstrap resamples are the guard's (the same seed)."""
+        bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
+        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone
+        (:meth:`_threshold_within_small_triple`, rule 30)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
@@ -613,6 +617,8 @@ class LSNPC(BaseEstimator):
                 what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
+            if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):
+                return self._threshold_within_small_triple(guard, triple[1], training)
         else:
             what = "the noisy labels" if labels else "a clean set" if clean else "no label of any kind"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
@@ -644,6 +650,29 @@ class LSNPC(BaseEstimator):
             reason = (f"the best threshold on the {n} {what} lost to the base model at 0.5 in {support:.0%} of "
                       f"the bootstrap resamples (at least {float(self.guard_confidence):.0%})")
         return replace(guard, threshold=threshold, threshold_loss_support=support, threshold_reason=reason)
+
+    def _threshold_within_small_triple(
+        self, guard: GuardDecision, y_val: np.ndarray,
+        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
+    ) -> GuardDecision:
+        """Rule 30: beside a validation triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels,
+        the lowest of :func:`thresholds_within_label_count` with the triple's clean labels ``y_val`` (n_val, L)
+        as the count a row should hold: too few rows to choose by F1 (rule 26's choice on them was vetoed),
+        but enough to say how many labels a row has, and the output on all the training rows (``training``: X,
+        base probabilities, _, their correction when fit has it) must predict no more."""
+        X_all, p_all, _, corrected_all = training
+        output = self._guarded(X_all, p_all, guard.blend, corrected_all)
+        threshold = min(thresholds_within_label_count(output, y_val, floor=NOISY_THRESHOLD_FLOOR))
+        per_row = float(y_val.sum(1).mean())
+        predicted = float((output >= threshold).sum(1).mean())
+        reason = f"{len(y_val)} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1; "
+        if threshold < 0.5:
+            reason += (f"the lowest threshold from {NOISY_THRESHOLD_FLOOR:g} at which the output predicts no more "
+                       f"labels a row on the training rows ({predicted:.2f}) than these rows hold ({per_row:.2f})")
+        else:
+            reason += (f"below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on the "
+                       f"training rows than these rows hold ({per_row:.2f})")
+        return replace(guard, threshold=threshold, threshold_reason=reason)
 
     def _no_label_base_weight(self, selection: str) -> float:
         """The guard's prior w where no clean label tests the output (``guard_base_weight``), given the

@@ -115,7 +115,9 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 ``MIN_VAL_ROWS`` rows, among fewer thresholds (:func:`thresholds_within_label_count`): from
 :data:`NOISY_THRESHOLD_FLOOR` (0.35) up, and only where the output on the training rows predicts no more
 labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
-threshold").
+threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels, no label
+chooses: the threshold is the lowest of those, the triple's clean labels a row standing for the count (rule
+30; docs/quality.md, "A small validation triple sets the threshold by its label count").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -159,7 +161,9 @@ DECISION_THRESHOLDS = tuple(round(0.2 + 0.025 * i, 3) for i in range(13))  # 0.2
 # noise on sparse labels); they choose among fewer (rule 29d, below)
 NOISY_THRESHOLD_MIN_ROWS = 40
 # fewer held-out rows, but at least MIN_VAL_ROWS, choose it only among the thresholds of at least this at which the
-# output predicts no more labels a row than the noisy labels hold (rule 29d: :func:`thresholds_within_label_count`)
+# output predicts no more labels a row than the noisy labels hold (rule 29d: :func:`thresholds_within_label_count`);
+# beside a validation triple of fewer than MIN_VAL_ROWS rows without the noisy labels, the lowest of those, counted
+# against the triple's labels (rule 30)
 NOISY_THRESHOLD_FLOOR = 0.35
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
@@ -227,8 +231,9 @@ class GuardDecision:
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b
         and 29d): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
         noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than 40,
-        or beside a smaller triple: among :func:`thresholds_within_label_count`); 0.5 otherwise, or the
-        ``threshold`` given to LSNPC.
+        or beside a smaller triple: among :func:`thresholds_within_label_count`); beside a smaller triple
+        without the noisy labels, the lowest of :func:`thresholds_within_label_count` against its labels
+        (rule 30); 0.5 otherwise, or the ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     threshold_loss_support : float or None
@@ -551,10 +556,12 @@ def thresholds_within_label_count(
 ) -> tuple[float, ...]:
     """The thresholds that fewer than ``NOISY_THRESHOLD_MIN_ROWS`` held-out rows may choose among (rule 29d):
     those of ``thresholds`` from ``floor`` up at which ``output`` (n, L), what ``predict_proba`` returns on
-    the training rows, predicts no more positive labels a row on average than the noisy ``labels`` (n, L)
-    of those rows hold; 0.5 always. A lower threshold that adds labels the data never had is how a flat
-    output, its probabilities crowded just below 0.5, floods rows with positives that a few dozen held-out
-    rows cannot show (docs/quality.md, "Fewer held-out rows choose the threshold")."""
+    the training rows, predicts no more positive labels a row on average than ``labels`` (m, L) hold: the
+    noisy labels of those rows (m = n), or the clean labels of a validation triple too small to choose by
+    F1, whose lowest threshold here is then the one (rule 30); 0.5 always. A lower threshold that adds
+    labels the data never had is how a flat output, its probabilities crowded just below 0.5, floods rows
+    with positives that a few dozen held-out rows cannot show (docs/quality.md, "Fewer held-out rows choose
+    the threshold")."""
     per_row = float(np.asarray(labels).sum(1).mean())
     return tuple(t for t in thresholds
                  if t >= 0.5 or (t >= floor and float((output >= t).sum(1).mean()) <= per_row))
