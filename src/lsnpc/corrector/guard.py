@@ -117,7 +117,7 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
 threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels, no label
 chooses: the threshold is the lowest of those, the triple's clean labels a row standing for the count (rule
-30; docs/quality.md, "A small validation triple sets the threshold by its label count").
+30; docs/quality.md, "Where no label can choose, the threshold keeps to a label count").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -228,8 +228,8 @@ class GuardDecision:
     val_base_micro_f1 ... val_chosen_macro_f1 : float or None
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
-        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b
-        and 29d): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
+        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b,
+        29d and 30): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
         noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than 40,
         or beside a smaller triple: among :func:`thresholds_within_label_count`); beside a smaller triple
         without the noisy labels, the lowest of :func:`thresholds_within_label_count` against its labels
