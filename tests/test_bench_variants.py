@@ -159,7 +159,8 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     # without labels the library is dense|sharp@0.4: the prior 0 on sparse labels with a vague base model,
     # else ⅓ (or 1 for a collapse)
     stats = sparse_rules["noval_stats"]
-    assert rare_rules["dense|sharp@0.4"]["f1"] == [no_labels["micro"], no_labels["macro"]]
+    # bench_guard scores at 0.5; the library's row is scored at its threshold_ (rule 30d), with 0.5's beside it
+    assert rare_rules["dense|sharp@0.4"]["f1"] == [no_labels["micro_at_half"], no_labels["macro_at_half"]]
     assert rare_rules["dense|sharp@0.4"]["w"] == pytest.approx(no_labels["base_weight"])
     weak = stats["density"] < 0.1 and stats["sharpness"] < 0.4
     assert rare_rules["dense|sharp@0.4"] == rare_rules["prior@0" if weak else "prior@0.33"]
@@ -216,13 +217,16 @@ def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_val
 def test_bench_quality_scores_lsnpc_at_its_decision_threshold_and_the_base_model_at_its_own():
     """Rule 26 in the benchmark: an LSNPC row is scored as ``predict`` decides, at the fitted threshold, with
     its scores at 0.5 beside; ``base-threshold`` scores the base model's own probabilities at the threshold
-    the rule would choose for them on val0. Beside 8 validation rows, too few to choose one, both are 0.5
-    (where a threshold is chosen: ``test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict``)."""
+    the rule would choose for them on val0. Beside 8 validation rows, too few to choose one, it is 0.5
+    (where a threshold is chosen: ``test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict``).
+    Rules 30 and 30d may lower LSNPC's there, never below 0.35; at 0.5 its scores are those at 0.5."""
     rows = _small_fits(("lsnpc-noval", "lsnpc", "base-threshold"))
     tuned, base = rows["base-threshold"], rows["base"]
     for method in ("lsnpc-noval", "lsnpc"):
         row = rows[method]
-        assert row["threshold"] == 0.5 and (row["micro"], row["macro"]) == (row["micro_at_half"], row["macro_at_half"])
+        assert 0.35 <= row["threshold"] <= 0.5
+        if row["threshold"] == 0.5:
+            assert (row["micro"], row["macro"]) == (row["micro_at_half"], row["macro_at_half"])
     assert tuned["threshold"] == 0.5 and (tuned["micro"], tuned["macro"]) == (base["micro"], base["macro"])
 
 
@@ -287,7 +291,8 @@ def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library()
         torch.set_num_threads(threads)
     assert rules["n_val"] < 20
     ours = rules["val"]["library+ds"]
-    assert ours["f1"] == [library["micro"], library["macro"]]
+    # bench_guard scores at 0.5; the library's row is scored at its threshold_ (rule 30), with 0.5's beside it
+    assert ours["f1"] == [library["micro_at_half"], library["macro_at_half"]]
     assert ours["w"] == pytest.approx(library["base_weight"])
     stats = rules["noval_stats"]  # the same base model: density and sharpness of its training-row probabilities
     assert stats["density"] < 0.1 and stats["sharpness"] < 0.4 and not stats["refused"]

@@ -139,16 +139,19 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     assert not (tmp_path / "bad").exists()
     result = lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv")
     assert result.returncode == 0, result.stderr
-    assert "predicts a label at probability >= 0.5" in result.stdout  # no validation triple: 0.5 (rule 26)
+    from lsnpc.corrector import LSNPC
+
+    # no label of any kind: the saved threshold_ keeps to the base model's count (rule 30d), 0.35 to 0.5
+    threshold = LSNPC.load(model).threshold_
+    assert 0.35 <= threshold <= 0.5
+    assert f"predicts a label at probability >= {threshold:g}" in result.stdout
     as_json = lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.csv",
                     "--out", tmp_path / "again.csv", "--json")
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout)["threshold"] == 0.5
+    assert json.loads(as_json.stdout)["threshold"] == threshold
     corrected = pd.read_csv(tmp_path / "P.corrected.csv")
     assert list(corrected.columns) == columns and corrected.shape == P.shape
     assert corrected.to_numpy().min() >= 0 and corrected.to_numpy().max() <= 1
-    from lsnpc.corrector import LSNPC
-
     np.testing.assert_allclose(corrected.to_numpy(), LSNPC.load(model).predict_proba(X, P), atol=1e-6)
     assert_user_error(lsnpc("correct", "--model", model, "--features", tmp_path / "X.npy",
                             "--probs", tmp_path / "X.npy", "--out", tmp_path / "c.npy"), "--probs must hold")

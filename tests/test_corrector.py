@@ -476,16 +476,51 @@ def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> No
     assert model.threshold_ == 0.5 and "hold no positive" in model.guard_.threshold_reason
 
 
+def test_without_any_label_the_threshold_keeps_to_the_base_models_expected_count() -> None:
+    """Rule 30d: without a triple, a clean set or the noisy labels, the threshold is the lowest from 0.35 at
+    which what predict_proba returns on the training rows predicts no more labels a row than the base
+    model expects there (the mean over rows of its probabilities' sum), and no more than 1.5 times what it
+    predicts at 0.5; 0.5 where every lower one predicts more."""
+    from lsnpc.corrector.guard import NO_LABELS_THRESHOLD_GROWTH, NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
+
+    problem = make_noisy_problem(500, 0.15)
+    X = problem["X"]
+    # the cube of the probabilities keeps their order and shrinks the count the base model expects below what
+    # the output predicts at any threshold under 0.5
+    for power, lowered in ((1, True), (3, False)):
+        P = problem["P"] ** power
+        model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300])
+        training = model.predict_proba(X[:300], P[:300])
+        expected = float(P[:300].sum(1).mean())
+        at_half = float((training >= 0.5).sum(1).mean())
+        allowed = thresholds_within_label_count(training, P[:300], floor=NOISY_THRESHOLD_FLOOR,
+                                                growth=NO_LABELS_THRESHOLD_GROWTH)
+        assert model.threshold_ == min(allowed) and (model.threshold_ < 0.5) == lowered, power
+        assert model.guard_.threshold_loss_support is None
+        reason = model.guard_.threshold_reason
+        assert reason.startswith("no label of any kind to choose it by F1; "), reason
+        growth = NO_LABELS_THRESHOLD_GROWTH
+        assert reason.endswith(f" than {growth:g} times its own at 0.5 ({growth * at_half:.2f})"), reason
+        if lowered:
+            assert NOISY_THRESHOLD_FLOOR <= model.threshold_
+            assert (training >= model.threshold_).sum(1).mean() <= min(expected, growth * at_half)
+            assert f"than the base model expects there ({expected:.2f}) and than {growth:g} times" in reason
+        else:
+            assert allowed == (0.5,)
+            assert f"than the base model expects there ({expected:.2f}) or than {growth:g} times" in reason
+        probs = model.predict_proba(X[300:], P[300:])
+        np.testing.assert_array_equal(model.predict(X[300:], P[300:]), probs >= model.threshold_)
+
+
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:
-    """Rules 26, 28b, 29d and 30 where no labelled rows choose or count: 0.5 without any label, with noisy
-    labels that did not choose the epoch, with a clean set alone, with guard=False and for the paper's recipe
-    (lower thresholds lost there); a number given is kept. (Beside a triple of fewer than 20 rows, rule 30's
-    test.)"""
+    """Rules 26, 28b, 29d, 30 and 30d where no labelled rows choose or count: 0.5 with noisy labels that did
+    not choose the epoch, with a clean set alone, with guard=False and for the paper's recipe (lower
+    thresholds lost there); a number given is kept. (Beside a triple of fewer than 20 rows, and without any
+    label, the tests of rules 30 and 30d.)"""
     X, Y, P = problem["X"], problem["Y"], problem["P"]
     labels = (Y[:300] + (np.random.default_rng(1).random(Y[:300].shape) < 0.1)) % 2
     clean = dict(X_clean=X[300:340], y_clean=Y[300:340], pred_probs_clean=P[300:340])
     cases = [
-        (dict(), {}, 0.5, "no validation triple (no label of any kind)"),
         (dict(), clean, 0.5, "no validation triple (a clean set)"),
         (dict(selection="noisy_elbo"), dict(labels=labels), 0.5, "no validation triple (the noisy labels)"),
         (dict(guard=False), {}, 0.5, "guard=False"),

@@ -421,7 +421,8 @@ def test_no_positive_in_validation_keeps_the_threshold_at_one_half() -> None:
 
 def test_thresholds_within_the_label_count_keep_the_rows_at_their_noisy_labels_count() -> None:
     """Rule 29d: a threshold below 0.5 is allowed from the floor up, and only where the output predicts no
-    more labels a row on average than the noisy labels hold; 0.5 always."""
+    more labels a row on average than the noisy labels hold; 0.5 always. With a growth limit (rule 30d),
+    also no more than that many times the labels a row it predicts at 0.5."""
     labels = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]])  # one label a row
     output = np.tile([0.46, 0.41, 0.1], (4, 1))  # at most one label a row from 0.425 up, two at 0.4 and below
     assert thresholds_within_label_count(output, labels, floor=0.35) == (0.425, 0.45, 0.475, 0.5)
@@ -429,6 +430,13 @@ def test_thresholds_within_the_label_count_keep_the_rows_at_their_noisy_labels_c
     two = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1], [1, 1, 0]])  # two labels a row: no threshold predicts more
     assert thresholds_within_label_count(output, two, floor=0.2) == DECISION_THRESHOLDS
     assert thresholds_within_label_count(np.full((4, 3), 0.9), labels, floor=0.2) == (0.5,)  # 0.5 even so
+    # rule 30d: a loose count (two a row) with a growth limit: at most 1.5 times the 0.8 labels a row at 0.5
+    output = np.array([[0.55, 0.41, 0.1], [0.55, 0.41, 0.1], [0.55, 0.41, 0.1], [0.55, 0.41, 0.1], [0.3, 0.2, 0.1]])
+    two = np.array([[1, 1, 0]] * 5)
+    assert thresholds_within_label_count(output, two, floor=0.35) == (0.35, 0.375, 0.4, 0.425, 0.45, 0.475, 0.5)
+    assert thresholds_within_label_count(output, two, floor=0.35, growth=1.5) == (0.425, 0.45, 0.475, 0.5)
+    assert thresholds_within_label_count(output, two, floor=0.35, growth=2.0) == (0.35, 0.375, 0.4, 0.425, 0.45,
+                                                                                  0.475, 0.5)
 
 
 def test_the_threshold_is_saved_with_the_decision_and_checked_when_read() -> None:

@@ -47,6 +47,7 @@ from .guard import (
     NOISY_LABELS_CONFIDENCE,
     NOISY_THRESHOLD_FLOOR,
     NOISY_THRESHOLD_MIN_ROWS,
+    NO_LABELS_THRESHOLD_GROWTH,
     GuardDecision,
     choose_threshold,
     decide_with_noisy_labels,
@@ -181,9 +182,12 @@ class LSNPC(BaseEstimator):
         those thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the
         output on the training rows predicts no more labels a row than their noisy labels hold. Beside a
         triple of fewer than 20 rows without the noisy labels, the lowest of those thresholds, with the
-        triple's labels a row as the count (rule 30): too few rows to choose by F1, enough to count. 0.5
-        everywhere else (fewer held-out rows, no label, a clean set alone) and with ``guard=False``: lower
-        thresholds lost there. A number given is used as it is.
+        triple's labels a row as the count (rule 30): too few rows to choose by F1, enough to count; and
+        without any label (no triple, clean set or ``labels``), the lowest with the base model's expected
+        count on the training rows (Σ_j p_ij, mean over rows) as the count, where the output also predicts
+        at most 1.5 times its labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out rows,
+        the noisy labels where they did not choose the epoch, a clean set alone) and with ``guard=False``:
+        lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -594,9 +598,9 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None = None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d and 30; see the ``threshold``
-        parameter): ``triple`` is the validation triple as given to fit (None without one); ``labels``,
-        ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30 and 30d; see the
+        ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
+        ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
         no triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise): they choose it then, among all
         of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise,
@@ -604,8 +608,8 @@ class LSNPC(BaseEstimator):
         probabilities, noisy labels of all the training rows, and their correction when fit has it). The
         output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
         bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
-        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone
-        (:meth:`_threshold_within_small_triple`, rule 30)."""
+        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rule 30), and without
+        any label the base model's expected count does (rule 30d; :meth:`_lowest_threshold_within_count`)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
@@ -617,10 +621,16 @@ class LSNPC(BaseEstimator):
                 what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
-            if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):
-                return self._threshold_within_small_triple(guard, triple[1], training)
+            if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30
+                return self._lowest_threshold_within_count(
+                    guard, triple[1], training, whose="these rows hold",
+                    why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1")
+        elif not labels and not clean:  # rule 30d
+            return self._lowest_threshold_within_count(
+                guard, training[1], training, whose="the base model expects there",
+                why="no label of any kind to choose it by F1", growth=NO_LABELS_THRESHOLD_GROWTH)
         else:
-            what = "the noisy labels" if labels else "a clean set" if clean else "no label of any kind"
+            what = "the noisy labels" if labels else "a clean set"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
         X_rows, y_rows, p_rows = rows
         if not np.any(y_rows):
@@ -651,27 +661,32 @@ class LSNPC(BaseEstimator):
                       f"the bootstrap resamples (at least {float(self.guard_confidence):.0%})")
         return replace(guard, threshold=threshold, threshold_loss_support=support, threshold_reason=reason)
 
-    def _threshold_within_small_triple(
-        self, guard: GuardDecision, y_val: np.ndarray,
-        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
+    def _lowest_threshold_within_count(
+        self, guard: GuardDecision, reference: np.ndarray,
+        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], *, whose: str, why: str,
+        growth: float | None = None,
     ) -> GuardDecision:
-        """Rule 30: beside a validation triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels,
-        the lowest of :func:`thresholds_within_label_count` with the triple's clean labels ``y_val`` (n_val, L)
-        as the count a row should hold: too few rows to choose by F1 (rule 26's choice on them was vetoed),
-        but enough to say how many labels a row has, and the output on all the training rows (``training``: X,
-        base probabilities, _, their correction when fit has it) must predict no more."""
+        """Rules 30 and 30d, where no label can choose the threshold by F1: the lowest of
+        :func:`thresholds_within_label_count` for the output on all the training rows (``training``: X, base
+        probabilities, _, their correction when fit has it), against ``reference`` (m, L): the clean labels of
+        a validation triple of fewer than ``MIN_VAL_ROWS`` rows (rule 30), or without any label the base
+        model's probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule
+        30d). ``whose`` names that count in the reason, after ``why``."""
         X_all, p_all, _, corrected_all = training
         output = self._guarded(X_all, p_all, guard.blend, corrected_all)
-        threshold = min(thresholds_within_label_count(output, y_val, floor=NOISY_THRESHOLD_FLOOR))
-        per_row = float(y_val.sum(1).mean())
+        threshold = min(thresholds_within_label_count(output, reference, floor=NOISY_THRESHOLD_FLOOR, growth=growth))
+        per_row = float(reference.sum(1).mean())
         predicted = float((output >= threshold).sum(1).mean())
-        reason = f"{len(y_val)} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1; "
+        at_half = "" if growth is None else (
+            f" {growth:g} times its own at 0.5 ({growth * float((output >= 0.5).sum(1).mean()):.2f})")
         if threshold < 0.5:
-            reason += (f"the lowest threshold from {NOISY_THRESHOLD_FLOOR:g} at which the output predicts no more "
-                       f"labels a row on the training rows ({predicted:.2f}) than these rows hold ({per_row:.2f})")
+            reason = (f"{why}; the lowest threshold from {NOISY_THRESHOLD_FLOOR:g} at which the output predicts no "
+                      f"more labels a row on the training rows ({predicted:.2f}) than {whose} ({per_row:.2f})")
+            reason += at_half and " and than" + at_half
         else:
-            reason += (f"below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on the "
-                       f"training rows than these rows hold ({per_row:.2f})")
+            reason = (f"{why}; below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on the "
+                      f"training rows than {whose} ({per_row:.2f})")
+            reason += at_half and " or than" + at_half
         return replace(guard, threshold=threshold, threshold_reason=reason)
 
     def _no_label_base_weight(self, selection: str) -> float:

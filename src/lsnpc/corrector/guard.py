@@ -117,7 +117,9 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
 threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels, no label
 chooses: the threshold is the lowest of those, the triple's clean labels a row standing for the count (rule
-30; docs/quality.md, "Where no label can choose, the threshold keeps to a label count").
+30), and without any label the base model's expected count on the training rows does, where the output
+also predicts at most 1.5 times its labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can
+choose, the threshold keeps to a label count").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -134,7 +136,7 @@ import numpy as np
 __all__ = [
     "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
     "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS", "NO_LABELS_BASE_WEIGHT",
-    "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS",
+    "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
     "GuardDecision", "base_density", "base_sharpness", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "thresholds_within_label_count",
 ]
@@ -163,8 +165,12 @@ NOISY_THRESHOLD_MIN_ROWS = 40
 # fewer held-out rows, but at least MIN_VAL_ROWS, choose it only among the thresholds of at least this at which the
 # output predicts no more labels a row than the noisy labels hold (rule 29d: :func:`thresholds_within_label_count`);
 # beside a validation triple of fewer than MIN_VAL_ROWS rows without the noisy labels, the lowest of those, counted
-# against the triple's labels (rule 30)
+# against the triple's labels (rule 30); without any label, against the base model's expected count (rule 30d)
 NOISY_THRESHOLD_FLOOR = 0.35
+# without any label the lowest such threshold must also predict no more than this many times the labels a row the
+# output predicts at 0.5 (rule 30d: the base model's expected count alone let a flat output flood the rows, and
+# twice it let the base model's own flat probabilities through where the guard had handed them back)
+NO_LABELS_THRESHOLD_GROWTH = 1.5
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -229,11 +235,12 @@ class GuardDecision:
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b,
-        29d and 30): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
+        29d, 30 and 30d): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
         noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than 40,
         or beside a smaller triple: among :func:`thresholds_within_label_count`); beside a smaller triple
         without the noisy labels, the lowest of :func:`thresholds_within_label_count` against its labels
-        (rule 30); 0.5 otherwise, or the ``threshold`` given to LSNPC.
+        (rule 30), and without any label against the base model's expected count and 1.5 times the
+        output's labels a row at 0.5 (rule 30d); 0.5 otherwise, or the ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     threshold_loss_support : float or None
@@ -553,16 +560,22 @@ def choose_threshold(
 
 def thresholds_within_label_count(
     output: np.ndarray, labels: np.ndarray, *, floor: float, thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
+    growth: float | None = None,
 ) -> tuple[float, ...]:
     """The thresholds that fewer than ``NOISY_THRESHOLD_MIN_ROWS`` held-out rows may choose among (rule 29d):
     those of ``thresholds`` from ``floor`` up at which ``output`` (n, L), what ``predict_proba`` returns on
     the training rows, predicts no more positive labels a row on average than ``labels`` (m, L) hold: the
     noisy labels of those rows (m = n), or the clean labels of a validation triple too small to choose by
-    F1, whose lowest threshold here is then the one (rule 30); 0.5 always. A lower threshold that adds
-    labels the data never had is how a flat output, its probabilities crowded just below 0.5, floods rows
-    with positives that a few dozen held-out rows cannot show (docs/quality.md, "Fewer held-out rows choose
-    the threshold")."""
+    F1 (rule 30), or without any label the base model's probabilities on the training rows, whose row sums
+    are its expected count (rule 30d); in those two the lowest threshold here is the one. With ``growth``,
+    also no more than ``growth`` times the labels a row ``output`` predicts at 0.5 (rule 30d). 0.5 always.
+    A lower threshold that adds labels the data never had is how a flat output, its probabilities crowded
+    just below 0.5, floods rows with positives that a few dozen held-out rows cannot show (docs/quality.md,
+    "Fewer held-out rows choose the threshold"); the growth limit catches the same flood where the count
+    is loose (a base model whose flat probabilities expect many labels a row)."""
     per_row = float(np.asarray(labels).sum(1).mean())
+    if growth is not None:
+        per_row = min(per_row, growth * float((output >= 0.5).sum(1).mean()))
     return tuple(t for t in thresholds
                  if t >= 0.5 or (t >= floor and float((output >= t).sum(1).mean()) <= per_row))
 
