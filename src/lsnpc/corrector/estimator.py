@@ -595,8 +595,8 @@ class LSNPC(BaseEstimator):
 
     def _decide_threshold(
         self, guard: GuardDecision, triple: tuple[np.ndarray, ...] | None, *, labels: bool, clean: bool,
-        held_out: tuple[np.ndarray, ...] | None = None,
-        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
+        held_out: tuple[np.ndarray, ...] | None,
+        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
         """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30 and 30d; see the
         ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
