@@ -320,6 +320,32 @@ def test_noisy_labels_chose_a_plausible_epoch_where_there_was_one(problem: dict[
     assert all(0.0 <= h["holdout_kept_base_positives"] <= 1.0 and h["holdout_cardinality_ratio"] >= 0 for h in trained)
 
 
+def test_a_threshold_that_leads_by_little_on_validation_gives_way_to_a_higher_one() -> None:
+    """Rule 34: the fitted threshold is :func:`choose_threshold`'s with ``THRESHOLD_SPREAD``, and where that moves
+    it above the triple's best (a lead a few rows make), the reason names the best. Fits of another toy problem
+    (its probabilities scaled down, so that the triple chooses below 0.5) in which it moves in some."""
+    from lsnpc.corrector.guard import THRESHOLD_SPREAD, best_threshold, choose_threshold
+
+    problem = make_noisy_problem(400, 0.15, seed=4)
+    X, Y = problem["X"], problem["Y"]
+    moved = 0
+    for scale in (0.6, 1.0):
+        P = scale * problem["P"]
+        for random_state in range(4):
+            model = LSNPC(random_state=random_state, **FAST).fit(
+                X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350], pred_probs_val=P[300:350])
+            output = model.predict_proba(X[300:350], P[300:350])
+            kwargs = dict(confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
+            expected = choose_threshold(Y[300:350], output, P[300:350], spread=THRESHOLD_SPREAD, **kwargs)
+            assert (model.threshold_, model.guard_.threshold_loss_support) == expected
+            kwargs["rng"] = np.random.default_rng(model.predict_seed_)
+            best = best_threshold(Y[300:350], output)
+            if model.threshold_ > best and expected != choose_threshold(Y[300:350], output, P[300:350], **kwargs):
+                moved += 1
+                assert model.guard_.threshold_reason.startswith(f"{best:g} scored best on the 50 validation rows")
+    assert moved >= 1
+
+
 def test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict(
     problem: dict[str, np.ndarray], tmp_path
 ) -> None:
@@ -328,14 +354,15 @@ def test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict(
     resamples; predict applies it unless told another, and a saved model keeps it. An under-confident base
     model (its probabilities scaled by 0.6: the positives sit below 0.5) makes the triple choose one below
     0.5."""
-    from lsnpc.corrector.guard import DECISION_THRESHOLDS, choose_threshold
+    from lsnpc.corrector.guard import DECISION_THRESHOLDS, THRESHOLD_SPREAD, choose_threshold
 
     X, Y = problem["X"], problem["Y"]
     P = 0.6 * problem["P"]
     model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350],
                                               pred_probs_val=P[300:350])
     expected = choose_threshold(Y[300:350], model.predict_proba(X[300:350], P[300:350]), P[300:350],
-                                confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
+                                confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_),
+                                spread=THRESHOLD_SPREAD)  # rule 34
     assert (model.threshold_, model.guard_.threshold_loss_support) == expected
     assert model.threshold_ < 0.5 and model.threshold_ in DECISION_THRESHOLDS
     assert "chosen on the 50 validation rows" in model.guard_.threshold_reason

@@ -17,6 +17,7 @@ from lsnpc.corrector.guard import (
     _counts,
     base_density,
     base_sharpness,
+    best_threshold,
     collapse_reasons,
     collapse_statistics,
     choose_threshold,
@@ -411,6 +412,28 @@ def test_a_threshold_that_would_lose_to_the_base_model_is_not_taken() -> None:
     assert kept == 0.3 and 0.2 < support < 0.4
     refused = choose_threshold(y, output, base, confidence=0.2, rng=np.random.default_rng(0))
     assert refused == (0.5, support)  # the same resamples: the support is the same, now too high
+
+
+def test_a_best_threshold_that_leads_by_a_row_or_two_gives_way_to_one_nearer_one_half() -> None:
+    """Rule 34: with a spread, the candidate is the highest threshold whose score falls short of the best's by
+    no more than that many bootstrap standard deviations of the shortfall; a clear lead keeps the best."""
+    rng = np.random.default_rng(0)
+    y = (rng.random((60, 2)) < 0.3).astype(int)
+    output = np.where(y == 1, 0.8, 0.1)
+    positives, negatives = np.argwhere(y[:, 0] == 1)[:, 0], np.argwhere(y[:, 0] == 0)[:, 0]
+    output[positives[0], 0] = 0.47  # 0.45 finds one more positive than 0.5 ...
+    output[negatives[0], 0] = 0.46  # ... and one more false positive: a lead of one row's worth
+    base = np.where(y == 1, 0.7, 0.2)
+    base[positives[1:6], 0] = 0.3  # the base model misses five positives: the test against it passes
+    assert best_threshold(y, output) == 0.45
+    kept, support = choose_threshold(y, output, base, confidence=0.4, rng=np.random.default_rng(0))
+    assert kept == 0.45 and support < 0.4
+    assert choose_threshold(y, output, base, confidence=0.4, rng=np.random.default_rng(0), spread=0.25) == (0.5, None)
+    # the output whose positives all sit at 0.36-0.44: 0.35 leads 0.5 (no positive found) by far
+    y = _labels(200, 4)
+    output, base = _compressed(y)
+    assert choose_threshold(y, output, base, confidence=0.4, rng=np.random.default_rng(0), spread=0.25) == (0.35, 0.0)
+    assert choose_threshold(y, output, base, confidence=0.4, rng=np.random.default_rng(0), spread=1.0) == (0.35, 0.0)
 
 
 def test_no_positive_in_validation_keeps_the_threshold_at_one_half() -> None:

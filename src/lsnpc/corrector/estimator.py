@@ -48,7 +48,9 @@ from .guard import (
     NOISY_THRESHOLD_FLOOR,
     NOISY_THRESHOLD_MIN_ROWS,
     NO_LABELS_THRESHOLD_GROWTH,
+    THRESHOLD_SPREAD,
     GuardDecision,
+    best_threshold,
     choose_threshold,
     decide_with_noisy_labels,
     decide_with_validation,
@@ -175,8 +177,10 @@ class LSNPC(BaseEstimator):
         The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto"
         (rule 26; docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows (where
         the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
-        macro-F1 of the output, kept only if the output at it loses to the base model at 0.5 in fewer than
-        ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given the noisy ``labels`` and no
+        macro-F1 of the output, or the highest above it whose score falls short of the best's by at most a
+        quarter of that shortfall's bootstrap standard deviation (rule 34), kept only if the output at it
+        loses to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else
+        0.5). Given the noisy ``labels`` and no
         triple, or beside one of fewer than 20 rows, the same choice on the rows held out to choose the
         epoch, against their noisy labels: from 40 of them (400 training rows) without a triple among all
         those thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the
@@ -646,18 +650,24 @@ class LSNPC(BaseEstimator):
             why = f"fewer than {NOISY_THRESHOLD_MIN_ROWS}" if len(y_rows) < NOISY_THRESHOLD_MIN_ROWS else "beside it"
             what += (f"; {why}: from {NOISY_THRESHOLD_FLOOR:g}, where the output predicts no more labels a row than "
                      "the noisy labels hold")
+        output = self._guarded(X_rows, p_rows, guard.blend)
+        spread = THRESHOLD_SPREAD if held_out is None else 0.0  # rule 34: a clean triple's choice only
         threshold, support = choose_threshold(
-            y_rows, self._guarded(X_rows, p_rows, guard.blend), p_rows, confidence=float(self.guard_confidence),
-            rng=np.random.default_rng(self.predict_seed_), thresholds=grid,
+            y_rows, output, p_rows, confidence=float(self.guard_confidence),
+            rng=np.random.default_rng(self.predict_seed_), thresholds=grid, spread=spread,
         )
         n = len(y_rows)
+        best = best_threshold(y_rows, output, grid)
+        # rule 34 moved the candidate up from the best when it is above it (or 0.5 with nothing tested)
+        moved = (f"{best:g} scored best on the {n} {what}, and a higher one scored within {spread:g} bootstrap "
+                 "standard deviations of its lead") if best < 0.5 and (support is None or threshold > best) else ""
         if support is None:
-            reason = f"0.5 scored best on the {n} {what}"
+            reason = f"{moved}: 0.5" if moved else f"0.5 scored best on the {n} {what}"
         elif threshold < 0.5:
-            reason = (f"chosen on the {n} {what}; it lost to the base model at 0.5 in {support:.0%} of the "
-                      "bootstrap resamples")
+            reason = f"{moved}: {threshold:g}" if moved else f"chosen on the {n} {what}"
+            reason += f"; it lost to the base model at 0.5 in {support:.0%} of the bootstrap resamples"
         else:
-            reason = (f"the best threshold on the {n} {what} lost to the base model at 0.5 in {support:.0%} of "
+            reason = (f"the threshold chosen on the {n} {what} lost to the base model at 0.5 in {support:.0%} of "
                       f"the bootstrap resamples (at least {float(self.guard_confidence):.0%})")
         return replace(guard, threshold=threshold, threshold_loss_support=support, threshold_reason=reason)
 

@@ -136,8 +136,8 @@ import numpy as np
 __all__ = [
     "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
     "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS", "NO_LABELS_BASE_WEIGHT",
-    "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
-    "GuardDecision", "base_density", "base_sharpness", "choose_threshold", "f1_from_counts",
+    "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH", "THRESHOLD_SPREAD",
+    "GuardDecision", "base_density", "base_sharpness", "best_threshold", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "thresholds_within_label_count",
 ]
 
@@ -158,6 +158,9 @@ _MIN_DISCORDANT = 3  # fewer validation entries where output and base model diff
 MIN_VAL_ROWS = 20  # fewer validation rows: too few to test the output (the no-label rule decides)
 # the decision thresholds a validation triple of MIN_VAL_ROWS or more chooses among (rule 26)
 DECISION_THRESHOLDS = tuple(round(0.2 + 0.025 * i, 3) for i in range(13))  # 0.2, 0.225, ..., 0.5
+# rule 34: the triple's best threshold gives way to the highest one (nearer 0.5) whose score falls short of it by no
+# more than this many bootstrap standard deviations of the paired difference
+THRESHOLD_SPREAD = 0.25
 # fewer held-out rows (their noisy labels, no validation triple): too few to choose the threshold among all of
 # DECISION_THRESHOLDS (rule 28b; at 27-33 rows, 300-370 training rows, that choice lost up to 10 micro-F1 at 0%
 # noise on sparse labels); they choose among fewer (rule 29d, below)
@@ -527,35 +530,50 @@ def choose_threshold(
     rng: np.random.Generator,
     thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
     n_boot: int = _N_BOOT,
+    spread: float = 0.0,
 ) -> tuple[float, float | None]:
     """The decision threshold of the output on validation labels (rule 26; rule 28b: the noisy labels of the
     held-out rows): (threshold, loss support).
 
     y_val (n, L) 0/1; output (n, L): what ``predict_proba`` returns on the validation rows (after the
-    guard's blend); base (n, L): the base model's probabilities there. The candidate is the threshold in
-    ``thresholds`` with the highest validation micro-F1 + macro-F1 (ties: the highest threshold). One
-    below 0.5 is kept only if the output at it loses micro- or macro-F1 to the base model at 0.5 in
-    fewer than ``confidence`` of ``n_boot`` bootstrap resamples, the guard's own test; otherwise 0.5.
-    The loss support is None when the candidate is 0.5 (nothing to test).
+    guard's blend); base (n, L): the base model's probabilities there. The best is the threshold in
+    ``thresholds`` with the highest validation micro-F1 + macro-F1 (ties: the highest threshold). With
+    ``spread`` > 0 (rule 34, :data:`THRESHOLD_SPREAD` for a clean triple) the candidate is the highest
+    threshold from the best up whose score falls short of the best's by no more than ``spread`` times the
+    standard deviation of that shortfall over the bootstrap resamples: a best that a few rows put ahead
+    gives way to one nearer 0.5. A candidate below 0.5 is kept only if the output at it loses micro- or
+    macro-F1 to the base model at 0.5 in fewer than ``confidence`` of ``n_boot`` bootstrap resamples, the
+    guard's own test; otherwise 0.5. The loss support is None when the candidate is 0.5 (nothing to test).
 
     The F1-optimal threshold of calibrated probabilities is half the best F1 attainable (Lipton, Elkan and
     Naryanaswamy, 2014), below 0.5 wherever that F1 is below 1; a model trained on noisy labels, whose
     probabilities the noise flattens, and LSNPC's output, a mean of two models, sit further below it.
     """
-    full = np.ones((1, len(y_val)))
-    totals = []
-    for t in thresholds:
-        micro, macro = f1_from_counts(*_counts(y_val, output >= t, full))
-        totals.append(float(micro[0] + macro[0]))
-    best = max(totals)
-    chosen = max(t for t, total in zip(thresholds, totals) if total >= best - 1e-12)
+    chosen = best_threshold(y_val, output, thresholds)
     if chosen >= 0.5:
         return 0.5, None
     weights = _resamples(len(y_val), n_boot, rng)
+    if spread > 0:  # rule 34
+        rows = np.vstack([np.ones((1, len(y_val))), weights])  # row 0: the full validation set
+        scores = {t: sum(f1_from_counts(*_counts(y_val, output >= t, rows))) for t in thresholds if t >= chosen}
+        top = scores[chosen]
+        chosen = max(t for t, score in scores.items()
+                     if top[0] - score[0] <= spread * float(np.std(top[1:] - score[1:])) + 1e-12)
+        if chosen >= 0.5:
+            return 0.5, None
     candidate = f1_from_counts(*_counts(y_val, output >= chosen, weights))
     reference = f1_from_counts(*_counts(y_val, base >= 0.5, weights))
     support = float(_loses(candidate, reference).mean())
     return (chosen, support) if support < confidence else (0.5, support)
+
+
+def best_threshold(y_val: np.ndarray, output: np.ndarray, thresholds: tuple[float, ...] = DECISION_THRESHOLDS) -> float:
+    """The threshold in ``thresholds`` at which ``output`` (n, L) scores the highest micro-F1 + macro-F1 on
+    ``y_val`` (n, L) 0/1 (ties: the highest threshold): rule 26's best, before its test."""
+    full = np.ones((1, len(y_val)))
+    totals = [float(sum(f1_from_counts(*_counts(y_val, output >= t, full)))[0]) for t in thresholds]
+    best = max(totals)
+    return max(t for t, total in zip(thresholds, totals) if total >= best - 1e-12)
 
 
 def thresholds_within_label_count(
