@@ -105,10 +105,13 @@ confirm sets +3.18 / +1.86 against +4.27 / +3.08.
 
 **The decision threshold** (:func:`choose_threshold`, rule 26) is decided here too and kept in the
 decision (``threshold``): with a validation triple of at least ``MIN_VAL_ROWS`` rows, the threshold among
-:data:`DECISION_THRESHOLDS` with the best validation micro- plus macro-F1 of the guarded output, kept only
-if the output at it loses to the base model at 0.5 in fewer than ``confidence`` of the bootstrap
-resamples; 0.5 otherwise. Chosen, confirmed, and vetoed where it acted on smaller triples and without
-labels, as docs/quality.md, "The decision threshold", says. Given the noisy labels and no triple, the
+:data:`DECISION_THRESHOLDS` with the best validation micro- plus macro-F1 of the guarded output, or the
+highest above it that falls short of it by no more than :data:`THRESHOLD_SPREAD` bootstrap standard
+deviations of the shortfall (rule 34: a lead that a row or two of a 56-row triple make is not taken;
+docs/quality.md, "A threshold nearer 0.5 when the triple's best leads by little"), kept only if the output
+at it loses to the base model at 0.5 in fewer than ``confidence`` of the bootstrap resamples; 0.5
+otherwise. Chosen, confirmed, and vetoed where it acted on smaller triples and without labels, as
+docs/quality.md, "The decision threshold", says. Given the noisy labels and no triple, the
 rows held out to choose the epoch and their noisy labels choose it the same way when they are at least
 ``NOISY_THRESHOLD_MIN_ROWS`` (rule 28b; docs/quality.md, "The held-out noisy labels choose the threshold").
 Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside a triple of fewer than
@@ -117,9 +120,13 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
 threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels, no label
 chooses: the threshold is the lowest of those, the triple's clean labels a row standing for the count (rule
-30), and without any label the base model's expected count on the training rows does, where the output
-also predicts at most 1.5 times its labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can
-choose, the threshold keeps to a label count").
+30); where the guard handed the base model back, a threshold at which its probabilities score lower on the
+triple than at 0.5 is refused (rule 35: the output is then the base model's own probabilities, which rule
+15's training on the triple does not touch, so those rows can test them;
+docs/quality.md, "A threshold nearer 0.5 when the triple's best leads by little"). Without any label the
+base model's expected count on the training rows does, where the output also predicts at most 1.5 times
+its labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a
+label count").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -139,6 +146,7 @@ __all__ = [
     "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH", "THRESHOLD_SPREAD",
     "GuardDecision", "base_density", "base_sharpness", "best_threshold", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "thresholds_within_label_count",
+    "validation_scores",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
@@ -567,11 +575,16 @@ def choose_threshold(
     return (chosen, support) if support < confidence else (0.5, support)
 
 
+def validation_scores(y_val: np.ndarray, output: np.ndarray, thresholds: tuple[float, ...]) -> list[float]:
+    """Micro-F1 + macro-F1 of ``output`` (n, L) against ``y_val`` (n, L) 0/1 at each of ``thresholds``."""
+    full = np.ones((1, len(y_val)))
+    return [float(sum(f1_from_counts(*_counts(y_val, output >= t, full)))[0]) for t in thresholds]
+
+
 def best_threshold(y_val: np.ndarray, output: np.ndarray, thresholds: tuple[float, ...] = DECISION_THRESHOLDS) -> float:
     """The threshold in ``thresholds`` at which ``output`` (n, L) scores the highest micro-F1 + macro-F1 on
     ``y_val`` (n, L) 0/1 (ties: the highest threshold): rule 26's best, before its test."""
-    full = np.ones((1, len(y_val)))
-    totals = [float(sum(f1_from_counts(*_counts(y_val, output >= t, full)))[0]) for t in thresholds]
+    totals = validation_scores(y_val, output, thresholds)
     best = max(totals)
     return max(t for t, total in zip(thresholds, totals) if total >= best - 1e-12)
 
