@@ -39,8 +39,9 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      probabilities. ``-labels`` adds the noisy training labels, ``-noval`` drops the triple
   base-threshold     not a corrector: the base model's own probabilities at the decision threshold that
                      rule 26 chooses on val0 (``lsnpc.corrector.guard.choose_threshold`` with the base model as
-                     its own output; 0.5 below 20 val0 rows, as for LSNPC): how much of a gain a threshold
-                     alone gives (docs/quality.md, "The decision threshold")
+                     its own output; 0.5 below 20 val0 rows, as for LSNPC; without rule 34's spread, so
+                     that the README's column stands): how much of a gain a threshold alone gives
+                     (docs/quality.md, "The decision threshold")
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
                      Its change against the base model is the headroom of a setting, what clean labels
                      would have bought (a reference, not a ceiling: a corrector can pass it)

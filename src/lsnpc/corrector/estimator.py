@@ -176,25 +176,24 @@ class LSNPC(BaseEstimator):
         ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
     threshold : float in (0, 1] or "auto"
         The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto"
-        (rule 26; docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows (where
-        the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
+        (rule 26; docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows
+        (where the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
         macro-F1 of the output, or the highest above it whose score falls short of the best's by at most a
-        quarter of that shortfall's bootstrap standard deviation (rule 34), kept only if the output at it
-        loses to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else
-        0.5). Given the noisy ``labels`` and no
-        triple, or beside one of fewer than 20 rows, the same choice on the rows held out to choose the
-        epoch, against their noisy labels: from 40 of them (400 training rows) without a triple among all
-        those thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the
-        output on the training rows predicts no more labels a row than their noisy labels hold. Beside a
-        triple of fewer than 20 rows without the noisy labels, the lowest of those thresholds, with the
-        triple's labels a row as the count (rule 30): too few rows to choose by F1, enough to count; 0.5
-        instead where the guard handed the base model back and its probabilities score lower micro- plus
-        macro-F1 on the triple at that threshold than at 0.5 (rule 35); and
-        without any label (no triple, clean set or ``labels``), the lowest with the base model's expected
-        count on the training rows (Σ_j p_ij, mean over rows) as the count, where the output also predicts
-        at most 1.5 times its labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out rows,
-        the noisy labels where they did not choose the epoch, a clean set alone) and with ``guard=False``:
-        lower thresholds lost there. A number given is used as it is.
+        quarter of that shortfall's bootstrap standard deviation (rule 34), kept only if the output at it loses
+        to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given
+        the noisy ``labels`` and no triple, or beside one of fewer than 20 rows, the same choice (without rule
+        34's spread) on the rows held out to choose the epoch, against their noisy labels: from 40 of them (400
+        training rows) without a triple among all those thresholds (rule 28b); otherwise from 20 (rule 29d)
+        among those from 0.35 up at which the output on the training rows predicts no more labels a row than
+        their noisy labels hold. Beside a triple of fewer than 20 rows without the noisy labels, the lowest of
+        those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
+        enough to count; 0.5 instead where the guard handed the base model back and its probabilities score
+        lower micro- plus macro-F1 on the triple at that threshold than at 0.5 (rule 35); and without any label
+        (no triple, clean set or ``labels``), the lowest with the base model's expected count on the training
+        rows (Σ_j p_ij, mean over rows) as the count, where the output also predicts at most 1.5 times its
+        labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out rows, the noisy labels where they
+        did not choose the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost there. A
+        number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
