@@ -56,7 +56,6 @@ from .guard import (
     decide_with_validation,
     decide_without_validation,
     thresholds_within_label_count,
-    validation_scores,
 )
 from .inference import predict_corrected
 from .label_posterior import label_correction, label_posterior, label_quality, neighbour_label_rates, review
@@ -187,13 +186,11 @@ class LSNPC(BaseEstimator):
         among those from 0.35 up at which the output on the training rows predicts no more labels a row than
         their noisy labels hold. Beside a triple of fewer than 20 rows without the noisy labels, the lowest of
         those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
-        enough to count; 0.5 instead where the guard handed the base model back and its probabilities score
-        lower micro- plus macro-F1 on the triple at that threshold than at 0.5 (rule 35); and without any label
-        (no triple, clean set or ``labels``), the lowest with the base model's expected count on the training
-        rows (Σ_j p_ij, mean over rows) as the count, where the output also predicts at most 1.5 times its
-        labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out rows, the noisy labels where they
-        did not choose the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost there. A
-        number given is used as it is.
+        enough to count; and without any label (no triple, clean set or ``labels``), the lowest with the base
+        model's expected count on the training rows (Σ_j p_ij, mean over rows) as the count, where the output
+        also predicts at most 1.5 times its labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out
+        rows, the noisy labels where they did not choose the epoch, a clean set alone) and with ``guard=False``:
+        lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -628,19 +625,9 @@ class LSNPC(BaseEstimator):
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
             if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30
-                decided = self._lowest_threshold_within_count(
+                return self._lowest_threshold_within_count(
                     guard, triple[1], training, whose="these rows hold",
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1")
-                if guard.blend == 0.0 and decided.threshold < 0.5:  # rule 35
-                    # the output is the base model's probabilities, which rule 15's training on the triple does not
-                    # touch: the triple's score can refuse the threshold
-                    at_threshold, at_half = validation_scores(triple[1], triple[2], (decided.threshold, 0.5))
-                    if at_threshold < at_half - 1e-12:
-                        return replace(decided, threshold=0.5, threshold_reason=(
-                            f"{decided.threshold_reason}; refused: on the {len(triple[1])} validation rows the base "
-                            f"model, handed back by the guard, scores lower at {decided.threshold:g} than at 0.5 "
-                            f"(micro- + macro-F1 {at_threshold:.3f} against {at_half:.3f})"))
-                return decided
         elif not labels and not clean:  # rule 30d
             return self._lowest_threshold_within_count(
                 guard, training[1], training, whose="the base model expects there",

@@ -120,13 +120,9 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
 threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels, no label
 chooses: the threshold is the lowest of those, the triple's clean labels a row standing for the count (rule
-30); where the guard handed the base model back, a threshold at which its probabilities score lower on the
-triple than at 0.5 is refused (rule 35: the output is then the base model's own probabilities, which rule
-15's training on the triple does not touch, so those rows can test them;
-docs/quality.md, "A threshold nearer 0.5 when the triple's best leads by little"). Without any label the
-base model's expected count on the training rows does, where the output also predicts at most 1.5 times
-its labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a
-label count").
+30), and without any label the base model's expected count on the training rows does, where the output
+also predicts at most 1.5 times its labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can
+choose, the threshold keeps to a label count").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -146,7 +142,6 @@ __all__ = [
     "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH", "THRESHOLD_SPREAD",
     "GuardDecision", "base_density", "base_sharpness", "best_threshold", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "thresholds_within_label_count",
-    "validation_scores",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
@@ -575,16 +570,11 @@ def choose_threshold(
     return (chosen, support) if support < confidence else (0.5, support)
 
 
-def validation_scores(y_val: np.ndarray, output: np.ndarray, thresholds: tuple[float, ...]) -> list[float]:
-    """Micro-F1 + macro-F1 of ``output`` (n, L) against ``y_val`` (n, L) 0/1 at each of ``thresholds``."""
-    full = np.ones((1, len(y_val)))
-    return [float(sum(f1_from_counts(*_counts(y_val, output >= t, full)))[0]) for t in thresholds]
-
-
 def best_threshold(y_val: np.ndarray, output: np.ndarray, thresholds: tuple[float, ...] = DECISION_THRESHOLDS) -> float:
     """The threshold in ``thresholds`` at which ``output`` (n, L) scores the highest micro-F1 + macro-F1 on
     ``y_val`` (n, L) 0/1 (ties: the highest threshold): rule 26's best, before its test."""
-    totals = validation_scores(y_val, output, thresholds)
+    full = np.ones((1, len(y_val)))
+    totals = [float(sum(f1_from_counts(*_counts(y_val, output >= t, full)))[0]) for t in thresholds]
     best = max(totals)
     return max(t for t, total in zip(thresholds, totals) if total >= best - 1e-12)
 
