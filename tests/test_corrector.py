@@ -458,12 +458,42 @@ def test_fewer_held_out_rows_choose_among_thresholds_within_the_label_count() ->
         assert few.guard_.threshold_reason.startswith("19 held-out rows (noisy labels")
 
 
+def test_a_small_triples_count_gives_way_by_half_a_standard_error() -> None:
+    """Rule 36: beside a 15-row triple, a threshold whose output predicts a little more labels a row on the
+    training rows than the triple's mean count, but within half a standard error of it, is allowed: the
+    threshold is lower than the plain count (rule 30) allows."""
+    from lsnpc.corrector.guard import (
+        COUNT_STANDARD_ERRORS,
+        NOISY_THRESHOLD_FLOOR,
+        label_count_limit,
+        thresholds_within_label_count,
+    )
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y = problem["X"], problem["Y"]
+    P = 0.9 * problem["P"]
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[400:415], y_val=Y[400:415],
+                                              pred_probs_val=P[400:415])
+    training = model.predict_proba(X[:300], P[:300])
+    plain = min(thresholds_within_label_count(training, Y[400:415], floor=NOISY_THRESHOLD_FLOOR))
+    assert NOISY_THRESHOLD_FLOOR <= model.threshold_ < plain
+    predicted = (training >= model.threshold_).sum(1).mean()
+    assert Y[400:415].sum(1).mean() < predicted <= label_count_limit(Y[400:415], COUNT_STANDARD_ERRORS)
+    assert f"({predicted:.2f}) than these rows hold" in model.guard_.threshold_reason
+
+
 def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> None:
     """Rule 30: beside a validation triple of fewer than 20 rows and without the noisy labels, the threshold
     is the lowest from 0.35 at which what predict_proba returns on the training rows predicts no more labels
-    a row than the triple's labels hold, whether rule 15 trained on the triple or it chose the epoch; 0.5
-    where every lower threshold predicts more, and where the triple holds no positive."""
-    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
+    a row than the triple's labels hold, give or take half a standard error of their mean (rule 36), whether
+    rule 15 trained on the triple or it chose the epoch; 0.5 where every lower threshold predicts more, and
+    where the triple holds no positive."""
+    from lsnpc.corrector.guard import (
+        COUNT_STANDARD_ERRORS,
+        NOISY_THRESHOLD_FLOOR,
+        label_count_limit,
+        thresholds_within_label_count,
+    )
 
     problem = make_noisy_problem(500, 0.15)
     X, Y = problem["X"], problem["Y"]
@@ -473,19 +503,22 @@ def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> No
         model = LSNPC(random_state=0, **FAST, **params).fit(X[:300], P[:300], **small)
         assert ("trained on" in model.selection_) == (not params), model.selection_
         allowed = thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), Y[400:415],
-                                                floor=NOISY_THRESHOLD_FLOOR)
+                                                floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
         assert model.threshold_ == min(allowed) and NOISY_THRESHOLD_FLOOR <= model.threshold_ < 0.5, params
-        # the count binds: a lower threshold predicts more labels a row than the triple holds
+        # the count binds: a lower threshold predicts more labels a row than the triple holds, give or take
         training = model.predict_proba(X[:300], P[:300])
         per_row = Y[400:415].sum(1).mean()
-        assert (training >= model.threshold_).sum(1).mean() <= per_row
+        limit = label_count_limit(Y[400:415], COUNT_STANDARD_ERRORS)
+        assert per_row < limit
+        assert (training >= model.threshold_).sum(1).mean() <= limit
         lower = model.threshold_ - 0.025
-        assert lower < NOISY_THRESHOLD_FLOOR or (training >= lower).sum(1).mean() > per_row
+        assert lower < NOISY_THRESHOLD_FLOOR or (training >= lower).sum(1).mean() > limit
         assert model.guard_.threshold_loss_support is None
         assert model.guard_.threshold_reason.startswith(
             "15 validation rows, fewer than 20: too few to choose it by F1; the lowest threshold from 0.35 at which "
             "the output predicts no more labels a row on the training rows ("), model.guard_.threshold_reason
-        assert f"than these rows hold ({per_row:.2f})" in model.guard_.threshold_reason
+        assert (f"than these rows hold ({per_row:.2f}, up to {limit:.2f} within 0.5 standard errors of that mean)"
+                in model.guard_.threshold_reason), model.guard_.threshold_reason
         probs = model.predict_proba(X[415:], P[415:])
         np.testing.assert_array_equal(model.predict(X[415:], P[415:]), probs >= model.threshold_)
     # a triple whose rows hold fewer labels than the output predicts at any lower threshold: 0.5
@@ -497,7 +530,7 @@ def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> No
                                               pred_probs_val=P[400:415])
     assert model.threshold_ == 0.5
     assert "below it, from 0.35, the output predicts more labels a row on the training rows than these rows hold " \
-        "(0.07)" in model.guard_.threshold_reason
+        "(0.07, up to 0.10 within 0.5 standard errors of that mean)" in model.guard_.threshold_reason
     # without a positive in the triple there is nothing to count
     with pytest.warns(UserWarning, match="no positive label"):
         model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[400:415], y_val=0 * sparse,

@@ -25,6 +25,7 @@ from lsnpc.corrector.guard import (
     decide_with_validation,
     decide_without_validation,
     f1_from_counts,
+    label_count_limit,
     thresholds_within_label_count,
 )
 
@@ -460,6 +461,26 @@ def test_thresholds_within_the_label_count_keep_the_rows_at_their_noisy_labels_c
     assert thresholds_within_label_count(output, two, floor=0.35, growth=1.5) == (0.425, 0.45, 0.475, 0.5)
     assert thresholds_within_label_count(output, two, floor=0.35, growth=2.0) == (0.35, 0.375, 0.4, 0.425, 0.45,
                                                                                   0.475, 0.5)
+
+
+def test_a_small_triples_count_gives_way_by_its_standard_error() -> None:
+    """Rule 36: the count a row is the labels' mean count plus k standard errors of that mean (sample standard
+    deviation over the square root of the rows), so a threshold that predicts a little more than a few rows
+    hold is allowed; with k = 0, or a single row, the mean alone (rules 29d, 30 and 30d)."""
+    labels = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1], [0, 0, 0]])  # 1.5 labels a row, sd 1.29, se 0.645
+    se = np.std([1, 2, 3, 0], ddof=1) / 2
+    assert label_count_limit(labels) == pytest.approx(1.5)
+    assert label_count_limit(labels, 0.5) == pytest.approx(1.5 + 0.5 * se)
+    assert label_count_limit(labels, 1.0) == pytest.approx(1.5 + se)
+    assert label_count_limit(labels[:1], 1.0) == pytest.approx(1.0)  # one row: no spread to estimate
+    assert label_count_limit(np.tile([1, 1, 0], (9, 1)), 3.0) == pytest.approx(2.0)  # no spread: the mean
+    output = np.tile([0.46, 0.41, 0.37], (4, 1))  # one label a row from 0.425, two from 0.375, three at 0.35
+    assert thresholds_within_label_count(output, labels, floor=0.35) == (0.425, 0.45, 0.475, 0.5)
+    # 1.5 + 0.5 * 0.645 = 1.82 still refuses two labels a row; 1.5 + 0.645 = 2.15 allows them, not three
+    assert thresholds_within_label_count(output, labels, floor=0.35, standard_errors=0.5) == (0.425, 0.45, 0.475,
+                                                                                            0.5)
+    assert thresholds_within_label_count(output, labels, floor=0.35, standard_errors=1.0) == (0.375, 0.4, 0.425,
+                                                                                            0.45, 0.475, 0.5)
 
 
 def test_the_threshold_is_saved_with_the_decision_and_checked_when_read() -> None:

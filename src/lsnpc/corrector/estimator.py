@@ -40,6 +40,7 @@ from .._validation import (
 )
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
+    COUNT_STANDARD_ERRORS,
     DECISION_THRESHOLDS,
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
@@ -55,6 +56,7 @@ from .guard import (
     decide_with_noisy_labels,
     decide_with_validation,
     decide_without_validation,
+    label_count_limit,
     thresholds_within_label_count,
 )
 from .inference import predict_corrected
@@ -186,9 +188,10 @@ class LSNPC(BaseEstimator):
         among those from 0.35 up at which the output on the training rows predicts no more labels a row than
         their noisy labels hold. Beside a triple of fewer than 20 rows without the noisy labels, the lowest of
         those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
-        enough to count; and without any label (no triple, clean set or ``labels``), the lowest with the base
-        model's expected count on the training rows (Σ_j p_ij, mean over rows) as the count, where the output
-        also predicts at most 1.5 times its labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out
+        enough to count, give or take half a standard error of that mean (rule 36); and without any label (no
+        triple, clean set or ``labels``), the lowest with the base model's expected count on the training rows
+        (Σ_j p_ij, mean over rows) as the count, where the output also predicts at most 1.5 times its labels a
+        row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out
         rows, the noisy labels where they did not choose the epoch, a clean set alone) and with ``guard=False``:
         lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
@@ -625,9 +628,10 @@ class LSNPC(BaseEstimator):
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
             if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30
-                return self._lowest_threshold_within_count(
+                return self._lowest_threshold_within_count(  # with rule 36's slack for so few rows
                     guard, triple[1], training, whose="these rows hold",
-                    why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1")
+                    why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
+                    standard_errors=COUNT_STANDARD_ERRORS)
         elif not labels and not clean:  # rule 30d
             return self._lowest_threshold_within_count(
                 guard, training[1], training, whose="the base model expects there",
@@ -673,28 +677,34 @@ class LSNPC(BaseEstimator):
     def _lowest_threshold_within_count(
         self, guard: GuardDecision, reference: np.ndarray,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], *, whose: str, why: str,
-        growth: float | None = None,
+        growth: float | None = None, standard_errors: float = 0.0,
     ) -> GuardDecision:
-        """Rules 30 and 30d, where no label can choose the threshold by F1: the lowest of
+        """Rules 30, 30d and 36, where no label can choose the threshold by F1: the lowest of
         :func:`thresholds_within_label_count` for the output on all the training rows (``training``: X, base
         probabilities, _, their correction when fit has it), against ``reference`` (m, L): the clean labels of
-        a validation triple of fewer than ``MIN_VAL_ROWS`` rows (rule 30), or without any label the base
-        model's probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule
-        30d). ``whose`` names that count in the reason, after ``why``."""
+        a validation triple of fewer than ``MIN_VAL_ROWS`` rows, their mean count a row give or take
+        ``standard_errors`` standard errors (rules 30 and 36), or without any label the base model's
+        probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule 30d).
+        ``whose`` names that count in the reason, after ``why``."""
         X_all, p_all, _, corrected_all = training
         output = self._guarded(X_all, p_all, guard.blend, corrected_all)
-        threshold = min(thresholds_within_label_count(output, reference, floor=NOISY_THRESHOLD_FLOOR, growth=growth))
+        threshold = min(thresholds_within_label_count(output, reference, floor=NOISY_THRESHOLD_FLOOR, growth=growth,
+                                                      standard_errors=standard_errors))
         per_row = float(reference.sum(1).mean())
+        limit = f"{per_row:.2f}"
+        if standard_errors:
+            limit += (f", up to {label_count_limit(reference, standard_errors):.2f} within {standard_errors:g} "
+                      "standard errors of that mean")
         predicted = float((output >= threshold).sum(1).mean())
         at_half = "" if growth is None else (
             f" {growth:g} times its own at 0.5 ({growth * float((output >= 0.5).sum(1).mean()):.2f})")
         if threshold < 0.5:
             reason = (f"{why}; the lowest threshold from {NOISY_THRESHOLD_FLOOR:g} at which the output predicts no "
-                      f"more labels a row on the training rows ({predicted:.2f}) than {whose} ({per_row:.2f})")
+                      f"more labels a row on the training rows ({predicted:.2f}) than {whose} ({limit})")
             reason += at_half and " and than" + at_half
         else:
             reason = (f"{why}; below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on the "
-                      f"training rows than {whose} ({per_row:.2f})")
+                      f"training rows than {whose} ({limit})")
             reason += at_half and " or than" + at_half
         return replace(guard, threshold=threshold, threshold_reason=reason)
 

@@ -120,9 +120,11 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
 threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels, no label
 chooses: the threshold is the lowest of those, the triple's clean labels a row standing for the count (rule
-30), and without any label the base model's expected count on the training rows does, where the output
-also predicts at most 1.5 times its labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can
-choose, the threshold keeps to a label count").
+30), with half a standard error of that 13-19-row mean as slack (rule 36, :data:`COUNT_STANDARD_ERRORS`;
+docs/quality.md, "A small triple's count, give or take its error"), and without any label the base
+model's expected count on the training rows does, where the output also predicts at most 1.5 times its
+labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label
+count").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -137,11 +139,12 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BASE_WEIGHTS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
+    "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
     "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS", "NO_LABELS_BASE_WEIGHT",
     "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH", "THRESHOLD_SPREAD",
     "GuardDecision", "base_density", "base_sharpness", "best_threshold", "choose_threshold", "f1_from_counts",
-    "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "thresholds_within_label_count",
+    "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "label_count_limit",
+    "thresholds_within_label_count",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
@@ -173,6 +176,10 @@ NOISY_THRESHOLD_MIN_ROWS = 40
 # beside a validation triple of fewer than MIN_VAL_ROWS rows without the noisy labels, the lowest of those, counted
 # against the triple's labels (rule 30); without any label, against the base model's expected count (rule 30d)
 NOISY_THRESHOLD_FLOOR = 0.35
+# rule 36: beside a validation triple of fewer than MIN_VAL_ROWS rows (rule 30), the count a row is the triple's mean
+# plus this many standard errors of that mean: 13-19 rows estimate it loosely, and a threshold is refused only where
+# the output predicts more labels a row than the triple can vouch for
+COUNT_STANDARD_ERRORS = 0.5
 # without any label the lowest such threshold must also predict no more than this many times the labels a row the
 # output predicts at 0.5 (rule 30d: the base model's expected count alone let a flat output flood the rows, and
 # twice it let the base model's own flat probabilities through where the guard had handed them back)
@@ -244,8 +251,9 @@ class GuardDecision:
         29d, 30 and 30d): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or, given the
         noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than 40,
         or beside a smaller triple: among :func:`thresholds_within_label_count`); beside a smaller triple
-        without the noisy labels, the lowest of :func:`thresholds_within_label_count` against its labels
-        (rule 30), and without any label against the base model's expected count and 1.5 times the
+        without the noisy labels, the lowest of :func:`thresholds_within_label_count` against its labels,
+        with :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack (rules 30 and 36), and
+        without any label against the base model's expected count and 1.5 times the
         output's labels a row at 0.5 (rule 30d); 0.5 otherwise, or the ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
@@ -581,7 +589,7 @@ def best_threshold(y_val: np.ndarray, output: np.ndarray, thresholds: tuple[floa
 
 def thresholds_within_label_count(
     output: np.ndarray, labels: np.ndarray, *, floor: float, thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
-    growth: float | None = None,
+    growth: float | None = None, standard_errors: float = 0.0,
 ) -> tuple[float, ...]:
     """The thresholds that fewer than ``NOISY_THRESHOLD_MIN_ROWS`` held-out rows may choose among (rule 29d):
     those of ``thresholds`` from ``floor`` up at which ``output`` (n, L), what ``predict_proba`` returns on
@@ -589,16 +597,30 @@ def thresholds_within_label_count(
     noisy labels of those rows (m = n), or the clean labels of a validation triple too small to choose by
     F1 (rule 30), or without any label the base model's probabilities on the training rows, whose row sums
     are its expected count (rule 30d); in those two the lowest threshold here is the one. With ``growth``,
-    also no more than ``growth`` times the labels a row ``output`` predicts at 0.5 (rule 30d). 0.5 always.
+    also no more than ``growth`` times the labels a row ``output`` predicts at 0.5 (rule 30d). With
+    ``standard_errors`` k, the count is the mean of ``labels``' labels a row plus k standard errors of that
+    mean (sample standard deviation over √m; rule 36, :data:`COUNT_STANDARD_ERRORS` for a small triple's
+    count). 0.5 always.
     A lower threshold that adds labels the data never had is how a flat output, its probabilities crowded
     just below 0.5, floods rows with positives that a few dozen held-out rows cannot show (docs/quality.md,
     "Fewer held-out rows choose the threshold"); the growth limit catches the same flood where the count
     is loose (a base model whose flat probabilities expect many labels a row)."""
-    per_row = float(np.asarray(labels).sum(1).mean())
+    per_row = label_count_limit(labels, standard_errors)
     if growth is not None:
         per_row = min(per_row, growth * float((output >= 0.5).sum(1).mean()))
     return tuple(t for t in thresholds
                  if t >= 0.5 or (t >= floor and float((output >= t).sum(1).mean()) <= per_row))
+
+
+def label_count_limit(labels: np.ndarray, standard_errors: float = 0.0) -> float:
+    """The labels a row that :func:`thresholds_within_label_count` allows against ``labels`` (m, L): their mean
+    count a row, plus ``standard_errors`` standard errors of that mean (the count's sample standard deviation
+    over √m; none with a single row)."""
+    counts = np.asarray(labels, dtype=float).sum(1)
+    limit = float(counts.mean())
+    if standard_errors and len(counts) > 1:
+        limit += standard_errors * float(counts.std(ddof=1)) / float(np.sqrt(len(counts)))
+    return limit
 
 
 def decide_with_noisy_labels(
