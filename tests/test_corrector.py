@@ -10,7 +10,13 @@ import pytest
 import torch
 
 from lsnpc import LSNPC, NotFittedError
-from lsnpc.corrector.guard import NO_LABELS_BASE_WEIGHT, NOISY_LABELS_BASE_WEIGHT, NOISY_LABELS_CONFIDENCE
+from lsnpc.corrector.guard import (
+    COUNT_STANDARD_ERRORS,
+    NO_LABELS_BASE_WEIGHT,
+    NOISY_LABELS_BASE_WEIGHT,
+    NOISY_LABELS_CONFIDENCE,
+    label_count_limit,
+)
 from lsnpc.metrics import micro_f1
 from tests.conftest import make_noisy_problem, make_toy_multilabel
 
@@ -462,12 +468,7 @@ def test_a_small_triples_count_gives_way_by_half_a_standard_error() -> None:
     """Rule 36: beside a 15-row triple, a threshold whose output predicts a little more labels a row on the
     training rows than the triple's mean count, but within half a standard error of it, is allowed: the
     threshold is lower than the plain count (rule 30) allows."""
-    from lsnpc.corrector.guard import (
-        COUNT_STANDARD_ERRORS,
-        NOISY_THRESHOLD_FLOOR,
-        label_count_limit,
-        thresholds_within_label_count,
-    )
+    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
 
     problem = make_noisy_problem(500, 0.15)
     X, Y = problem["X"], problem["Y"]
@@ -488,12 +489,7 @@ def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> No
     a row than the triple's labels hold, give or take half a standard error of their mean (rule 36), whether
     rule 15 trained on the triple or it chose the epoch; 0.5 where every lower threshold predicts more, and
     where the triple holds no positive."""
-    from lsnpc.corrector.guard import (
-        COUNT_STANDARD_ERRORS,
-        NOISY_THRESHOLD_FLOOR,
-        label_count_limit,
-        thresholds_within_label_count,
-    )
+    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
 
     problem = make_noisy_problem(500, 0.15)
     X, Y = problem["X"], problem["Y"]
