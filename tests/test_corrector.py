@@ -483,6 +483,29 @@ def test_a_small_triples_count_gives_way_by_half_a_standard_error() -> None:
     assert f"({predicted:.2f}) than these rows hold" in model.guard_.threshold_reason
 
 
+def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_validation_rows() -> None:
+    """Rule 37: where the guard hands the base model back (w = 1) beside a triple of fewer than 20 rows, its
+    labels a row are counted on the triple's rows, not on the training rows its probabilities memorised: here
+    the validation rows' probabilities are flatter, as a base model's are on rows it did not see, and the
+    training rows would have allowed a lower threshold."""
+    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    P_val = (0.6 * P[400:415] + 0.2).astype(P.dtype)
+    model = LSNPC(random_state=0, guard_base_weight=1.0, **FAST).fit(X[:300], P[:300], X_val=X[400:415],
+                                                                     y_val=Y[400:415], pred_probs_val=P_val)
+    assert model.guard_.base_weight == 1.0
+    count = dict(floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
+    on_validation = min(thresholds_within_label_count(P_val, Y[400:415], **count))
+    on_training = min(thresholds_within_label_count(P[:300], Y[400:415], **count))
+    assert model.threshold_ == on_validation > on_training
+    predicted = (P_val >= model.threshold_).sum(1).mean()
+    assert f"labels a row on the validation rows ({predicted:.2f}) than these rows hold" in \
+        model.guard_.threshold_reason, model.guard_.threshold_reason
+    np.testing.assert_array_equal(model.predict(X[415:], P[415:]), P[415:] >= model.threshold_)
+
+
 def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> None:
     """Rule 30: beside a validation triple of fewer than 20 rows and without the noisy labels, the threshold
     is the lowest from 0.35 at which what predict_proba returns on the training rows predicts no more labels
@@ -493,11 +516,12 @@ def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> No
 
     problem = make_noisy_problem(500, 0.15)
     X, Y = problem["X"], problem["Y"]
-    P = 0.5 * problem["P"]  # under-confident: the positives sit below 0.5
+    P = 0.7 * problem["P"]  # under-confident: many positives sit below 0.5
     small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
     for params in (dict(), dict(small_val="validate")):
         model = LSNPC(random_state=0, **FAST, **params).fit(X[:300], P[:300], **small)
         assert ("trained on" in model.selection_) == (not params), model.selection_
+        assert model.guard_.base_weight < 1  # the output kept: counted on the training rows (rule 37 otherwise)
         allowed = thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), Y[400:415],
                                                 floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
         assert model.threshold_ == min(allowed) and NOISY_THRESHOLD_FLOOR <= model.threshold_ < 0.5, params
@@ -525,7 +549,8 @@ def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> No
     model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[400:415], y_val=sparse,
                                               pred_probs_val=P[400:415])
     assert model.threshold_ == 0.5
-    assert "below it, from 0.35, the output predicts more labels a row on the training rows than these rows hold " \
+    rows = "the validation rows" if model.guard_.base_weight == 1 else "the training rows"  # rule 37
+    assert f"below it, from 0.35, the output predicts more labels a row on {rows} than these rows hold " \
         "(0.07, up to 0.10 within 0.5 standard errors of that mean)" in model.guard_.threshold_reason
     # without a positive in the triple there is nothing to count
     with pytest.warns(UserWarning, match="no positive label"):

@@ -627,9 +627,13 @@ class LSNPC(BaseEstimator):
                 what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
-            if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30
-                return self._lowest_threshold_within_count(  # with rule 36's slack for so few rows
-                    guard, triple[1], training, whose="these rows hold",
+            if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30, with rule 36's slack for so few rows
+                # rule 37: the base model handed back is counted on the validation rows, which it was not trained
+                # on; on the training rows its memorised probabilities predict fewer labels than on unseen rows
+                handed_back = guard.blend == 0.0
+                return self._lowest_threshold_within_count(
+                    guard, triple[1], (triple[0], triple[2], None, None) if handed_back else training,
+                    whose="these rows hold", on="the validation rows" if handed_back else "the training rows",
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
                     standard_errors=COUNT_STANDARD_ERRORS)
         elif not labels and not clean:  # rule 30d
@@ -677,15 +681,17 @@ class LSNPC(BaseEstimator):
     def _lowest_threshold_within_count(
         self, guard: GuardDecision, reference: np.ndarray,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], *, whose: str, why: str,
-        growth: float | None = None, standard_errors: float = 0.0,
+        growth: float | None = None, standard_errors: float = 0.0, on: str = "the training rows",
     ) -> GuardDecision:
-        """Rules 30, 30d and 36, where no label can choose the threshold by F1: the lowest of
-        :func:`thresholds_within_label_count` for the output on all the training rows (``training``: X, base
-        probabilities, _, their correction when fit has it), against ``reference`` (m, L): the clean labels of
-        a validation triple of fewer than ``MIN_VAL_ROWS`` rows, their mean count a row give or take
-        ``standard_errors`` standard errors (rules 30 and 36), or without any label the base model's
-        probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule 30d).
-        ``whose`` names that count in the reason, after ``why``."""
+        """Rules 30, 30d, 36 and 37, where no label can choose the threshold by F1: the lowest of
+        :func:`thresholds_within_label_count` for the output on the rows of ``training`` (X, base
+        probabilities, _, their correction when fit has it): all the training rows, or where the guard handed
+        the base model back beside a small triple, the triple's rows (rule 37; ``on`` names them in the
+        reason). The count is ``reference`` (m, L): the clean labels of a validation triple of fewer than
+        ``MIN_VAL_ROWS`` rows, their mean count a row give or take ``standard_errors`` standard errors (rules
+        30 and 36), or without any label the base model's probabilities on the training rows, whose sums are
+        its expected count, with ``growth`` (rule 30d). ``whose`` names that count in the reason, after
+        ``why``."""
         X_all, p_all, _, corrected_all = training
         output = self._guarded(X_all, p_all, guard.blend, corrected_all)
         threshold = min(thresholds_within_label_count(output, reference, floor=NOISY_THRESHOLD_FLOOR, growth=growth,
@@ -700,11 +706,11 @@ class LSNPC(BaseEstimator):
             f" {growth:g} times its own at 0.5 ({growth * float((output >= 0.5).sum(1).mean()):.2f})")
         if threshold < 0.5:
             reason = (f"{why}; the lowest threshold from {NOISY_THRESHOLD_FLOOR:g} at which the output predicts no "
-                      f"more labels a row on the training rows ({predicted:.2f}) than {whose} ({limit})")
+                      f"more labels a row on {on} ({predicted:.2f}) than {whose} ({limit})")
             reason += at_half and " and than" + at_half
         else:
-            reason = (f"{why}; below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on the "
-                      f"training rows than {whose} ({limit})")
+            reason = (f"{why}; below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on "
+                      f"{on} than {whose} ({limit})")
             reason += at_half and " or than" + at_half
         return replace(guard, threshold=threshold, threshold_reason=reason)
 
