@@ -188,7 +188,9 @@ class LSNPC(BaseEstimator):
         among those from 0.35 up at which the output on the training rows predicts no more labels a row than
         their noisy labels hold. Beside a triple of fewer than 20 rows without the noisy labels, the lowest of
         those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
-        enough to count, give or take half a standard error of that mean (rule 36); and without any label (no
+        enough to count, give or take half a standard error of that mean (rule 36; where the guard handed the
+        base model back, its labels a row are counted on the triple's rows, not on the training rows it was
+        trained on: rule 37); and without any label (no
         triple, clean set or ``labels``), the lowest with the base model's expected count on the training rows
         (Σ_j p_ij, mean over rows) as the count, where the output also predicts at most 1.5 times its labels a
         row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out
@@ -604,7 +606,7 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30 and 30d; see the
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36 and 37; see the
         ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
         ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
@@ -614,8 +616,9 @@ class LSNPC(BaseEstimator):
         probabilities, noisy labels of all the training rows, and their correction when fit has it). The
         output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
         bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
-        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rule 30), and without
-        any label the base model's expected count does (rule 30d; :meth:`_lowest_threshold_within_count`)."""
+        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rules 30, 36 and 37),
+        and without any label the base model's expected count does (rule 30d;
+        :meth:`_lowest_threshold_within_count`)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
