@@ -190,12 +190,11 @@ class LSNPC(BaseEstimator):
         those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
         enough to count, give or take half a standard error of that mean (rule 36; where the guard handed the
         base model back, its labels a row are counted on the triple's rows, not on the training rows it was
-        trained on: rule 37); and without any label (no
-        triple, clean set or ``labels``), the lowest with the base model's expected count on the training rows
-        (Σ_j p_ij, mean over rows) as the count, where the output also predicts at most 1.5 times its labels a
-        row at 0.5 (rule 30d). 0.5 everywhere else (fewer held-out
-        rows, the noisy labels where they did not choose the epoch, a clean set alone) and with ``guard=False``:
-        lower thresholds lost there. A number given is used as it is.
+        trained on: rule 37); and without any label (no triple, clean set or ``labels``), the lowest with the
+        base model's expected count on the training rows (Σ_j p_ij, mean over rows) as the count, where the
+        output also predicts at most 1.5 times its labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer
+        held-out rows, the noisy labels where they did not choose the epoch, a clean set alone) and with
+        ``guard=False``: lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -699,21 +698,20 @@ class LSNPC(BaseEstimator):
         output = self._guarded(X_all, p_all, guard.blend, corrected_all)
         threshold = min(thresholds_within_label_count(output, reference, floor=NOISY_THRESHOLD_FLOOR, growth=growth,
                                                       standard_errors=standard_errors))
-        per_row = float(reference.sum(1).mean())
-        limit = f"{per_row:.2f}"
+        count = f"{float(reference.sum(1).mean()):.2f}"
         if standard_errors:
-            limit += (f", up to {label_count_limit(reference, standard_errors):.2f} within {standard_errors:g} "
+            count += (f", up to {label_count_limit(reference, standard_errors):.2f} within {standard_errors:g} "
                       "standard errors of that mean")
         predicted = float((output >= threshold).sum(1).mean())
         at_half = "" if growth is None else (
             f" {growth:g} times its own at 0.5 ({growth * float((output >= 0.5).sum(1).mean()):.2f})")
         if threshold < 0.5:
             reason = (f"{why}; the lowest threshold from {NOISY_THRESHOLD_FLOOR:g} at which the output predicts no "
-                      f"more labels a row on {on} ({predicted:.2f}) than {whose} ({limit})")
+                      f"more labels a row on {on} ({predicted:.2f}) than {whose} ({count})")
             reason += at_half and " and than" + at_half
         else:
             reason = (f"{why}; below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on "
-                      f"{on} than {whose} ({limit})")
+                      f"{on} than {whose} ({count})")
             reason += at_half and " or than" + at_half
         return replace(guard, threshold=threshold, threshold_reason=reason)
 
