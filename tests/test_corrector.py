@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from lsnpc import LSNPC, NotFittedError
+from lsnpc import LSNPC, MLPClassifier, NotFittedError
 from lsnpc.corrector.guard import (
     COUNT_STANDARD_ERRORS,
     NO_LABELS_BASE_WEIGHT,
@@ -18,6 +18,7 @@ from lsnpc.corrector.guard import (
     label_count_limit,
 )
 from lsnpc.metrics import micro_f1
+from lsnpc.noise import simulate_noise
 from tests.conftest import make_noisy_problem, make_toy_multilabel
 
 FAST = dict(epochs=2, n_threads=1, latent_dim=8, label_embedding_dim=16, hidden_dim=32)
@@ -504,6 +505,41 @@ def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_valida
     assert f"labels a row on the validation rows ({predicted:.2f}) than these rows hold" in \
         model.guard_.threshold_reason, model.guard_.threshold_reason
     np.testing.assert_array_equal(model.predict(X[415:], P[415:]), P[415:] >= model.threshold_)
+
+
+def _memorising_trunk_problem() -> tuple[dict[str, np.ndarray], np.ndarray, MLPClassifier]:
+    """A toy problem, 30% symmetric noise on its first 300 rows' labels, and a base MLP trained on them long
+    enough to memorise them: its trunk is the encoder rule 39 is about. Returns (problem, P, base)."""
+    problem = make_noisy_problem(500, 0.15)
+    noisy = simulate_noise(problem["Y"][:300], "symmetric", 0.3, random_state=0)[0]
+    base = MLPClassifier(hidden_dims=(64,), epochs=100, random_state=0).fit(problem["X"][:300], noisy)
+    return problem, base.predict_proba(problem["X"]), base
+
+
+def test_a_given_encoder_beside_a_small_triple_is_counted_on_the_validation_rows() -> None:
+    """Rule 39: with the base model's trunk as the encoder, the output kept (w < 1) beside a triple of fewer
+    than 20 rows is counted on the triple's rows, as rule 37 counts a base model handed back: the trunk
+    memorised the training rows, where the output predicts fewer labels a row than on rows it never saw, and
+    they would have allowed a lower threshold."""
+    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
+
+    problem, P, base = _memorising_trunk_problem()
+    X, Y = problem["X"], problem["Y"]
+    model = LSNPC(random_state=0, encoder=base.trunk_, **dict(FAST, epochs=5)).fit(
+        X[:300], P[:300], X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
+    assert model.guard_.base_weight < 1  # the output kept: rule 37 does not apply
+    count = dict(floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
+    validation = model.predict_proba(X[400:415], P[400:415])
+    on_validation = min(thresholds_within_label_count(validation, Y[400:415], **count))
+    on_training = min(thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), Y[400:415], **count))
+    assert model.threshold_ == on_validation > on_training
+    predicted = (validation >= model.threshold_).sum(1).mean()
+    assert f"labels a row on the validation rows ({predicted:.2f}) than these rows hold" in \
+        model.guard_.threshold_reason, model.guard_.threshold_reason
+    # LSNPC's own encoder is counted on the training rows, as before
+    own = LSNPC(random_state=0, **dict(FAST, epochs=5)).fit(X[:300], P[:300], X_val=X[400:415], y_val=Y[400:415],
+                                                             pred_probs_val=P[400:415])
+    assert own.guard_.base_weight < 1 and "on the training rows" in own.guard_.threshold_reason
 
 
 def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> None:

@@ -190,11 +190,12 @@ class LSNPC(BaseEstimator):
         those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
         enough to count, give or take half a standard error of that mean (rule 36; where the guard handed the
         base model back, its labels a row are counted on the triple's rows, not on the training rows it was
-        trained on: rule 37); and without any label (no triple, clean set or ``labels``), the lowest with the
-        base model's expected count on the training rows (Σ_j p_ij, mean over rows) as the count, where the
-        output also predicts at most 1.5 times its labels a row at 0.5 (rule 30d). 0.5 everywhere else (fewer
-        held-out rows, the noisy labels where they did not choose the epoch, a clean set alone) and with
-        ``guard=False``: lower thresholds lost there. A number given is used as it is.
+        trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on the training
+        rows as the base model's trunk was: rule 39); and without any label (no triple, clean set or
+        ``labels``), the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean over
+        rows) as the count, where the output also predicts at most 1.5 times its labels a row at 0.5 (rule
+        30d). 0.5 everywhere else (fewer held-out rows, the noisy labels where they did not choose the epoch, a
+        clean set alone) and with ``guard=False``: lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -615,8 +616,8 @@ class LSNPC(BaseEstimator):
         probabilities, noisy labels of all the training rows, and their correction when fit has it). The
         output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
         bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
-        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rules 30, 36 and 37),
-        and without any label the base model's expected count does (rule 30d;
+        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rules 30, 36, 37 and
+        39), and without any label the base model's expected count does (rule 30d;
         :meth:`_lowest_threshold_within_count`)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
@@ -631,11 +632,13 @@ class LSNPC(BaseEstimator):
             rows, what, labelled = triple, "validation rows", "the validation labels"
             if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30, with rule 36's slack for so few rows
                 # rule 37: the base model handed back is counted on the validation rows, which it was not trained
-                # on; on the training rows its memorised probabilities predict fewer labels than on unseen rows
-                handed_back = guard.blend == 0.0
+                # on; on the training rows its memorised probabilities predict fewer labels than on unseen rows.
+                # Rule 39: so is the output of a given encoder (the base model's trunk, as the paper's recipe passes
+                # it), which memorised the training rows in the same way
+                unseen = guard.blend == 0.0 or self.encoder is not None
                 return self._lowest_threshold_within_count(
-                    guard, triple[1], (triple[0], triple[2], None, None) if handed_back else training,
-                    whose="these rows hold", on="the validation rows" if handed_back else "the training rows",
+                    guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
+                    whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
                     standard_errors=COUNT_STANDARD_ERRORS)
         elif not labels and not clean:  # rule 30d
@@ -685,15 +688,15 @@ class LSNPC(BaseEstimator):
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], *, whose: str, why: str,
         growth: float | None = None, standard_errors: float = 0.0, on: str = "the training rows",
     ) -> GuardDecision:
-        """Rules 30, 30d, 36 and 37, where no label can choose the threshold by F1: the lowest of
+        """Rules 30, 30d, 36, 37 and 39, where no label can choose the threshold by F1: the lowest of
         :func:`thresholds_within_label_count` for the output on the rows of ``training`` (X, base
-        probabilities, _, their correction when fit has it): all the training rows, or where the guard handed
-        the base model back beside a small triple, the triple's rows (rule 37; ``on`` names them in the
-        reason). The count is ``reference`` (m, L): the clean labels of a validation triple of fewer than
-        ``MIN_VAL_ROWS`` rows, their mean count a row give or take ``standard_errors`` standard errors (rules
-        30 and 36), or without any label the base model's probabilities on the training rows, whose sums are
-        its expected count, with ``growth`` (rule 30d). ``whose`` names that count in the reason, after
-        ``why``."""
+        probabilities, _, their correction when fit has it): all the training rows, or beside a small triple
+        where the guard handed the base model back (rule 37) or the encoder was given (rule 39), the triple's
+        rows (``on`` names them in the reason). The count is ``reference`` (m, L): the clean labels of a
+        validation triple of fewer than ``MIN_VAL_ROWS`` rows, their mean count a row give or take
+        ``standard_errors`` standard errors (rules 30 and 36), or without any label the base model's
+        probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule 30d).
+        ``whose`` names that count in the reason, after ``why``."""
         X_all, p_all, _, corrected_all = training
         output = self._guarded(X_all, p_all, guard.blend, corrected_all)
         threshold = min(thresholds_within_label_count(output, reference, floor=NOISY_THRESHOLD_FLOOR, growth=growth,
