@@ -15,6 +15,7 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-nostudent    LSNPC(student=False): the correction alone, guarded
   lsnpc-correction   LSNPC(student=False, guard=False): the correction alone, unguarded
   lsnpc-trunk        LSNPC(encoder=base.trunk_)
+  lsnpc-trunk-labels LSNPC(encoder=base.trunk_) given the noisy training labels as well (as lsnpc-labels)
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
   lsnpc-valclean     LSNPC() trained on the val0 triple as its clean set (``X_clean``: one pass per epoch)
                      instead of given it for validation; the epoch and the guard as without clean labels
@@ -80,7 +81,8 @@ DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" /
 VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
             "lsnpc-correction": dict(student=False, guard=False)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
-           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-seeds3",
+           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-trunk-labels",
+           "lsnpc-trunk-labels-noval", "lsnpc-seeds3",
            "lsnpc-seeds3-noval", "lsnpc-oof", "lsnpc-oof-noval", "lsnpc-oof-labels", "lsnpc-oof-labels-noval",
            "base-clean", "base-threshold")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
@@ -98,7 +100,7 @@ def make_corrector(method: str, seed: int, trunk):
         return LSNPC(random_state=seed)
     if name == "lsnpc-validate":
         return LSNPC(random_state=seed, small_val="validate")
-    if name == "lsnpc-trunk":
+    if name in ("lsnpc-trunk", "lsnpc-trunk-labels"):
         return LSNPC(random_state=seed, encoder=trunk)
     if name == "lsnpc-paper":
         return LSNPC.paper(random_state=seed, encoder=trunk)

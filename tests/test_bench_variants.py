@@ -203,6 +203,17 @@ def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_
     assert (val["micro"], val["macro"], val["epoch"]) != (both["micro"], both["macro"], both["epoch"])
 
 
+def test_bench_quality_trunk_labels_method_is_the_trunk_fit_given_the_noisy_labels():
+    """``lsnpc-trunk-labels-noval`` is ``LSNPC(encoder=base.trunk_)`` given the noisy training labels: they
+    choose the epoch on the schedule a labelled fit runs (``lsnpc-labels-noval``'s epochs, not the shorter
+    schedule of ``lsnpc-trunk-noval``, which has no label), and the trunk makes it another fit than the one
+    with LSNPC's own encoder."""
+    rows = _small_fits(("lsnpc-trunk-labels-noval", "lsnpc-labels-noval", "lsnpc-trunk-noval"))
+    trunk, own, unlabelled = rows["lsnpc-trunk-labels-noval"], rows["lsnpc-labels-noval"], rows["lsnpc-trunk-noval"]
+    assert trunk["epochs"] == own["epochs"] != unlabelled["epochs"]
+    assert (trunk["micro"], trunk["macro"]) != (own["micro"], own["macro"])
+
+
 def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_validating():
     """``lsnpc-valclean`` (rule 14, not adopted) gives LSNPC the val0 triple as its clean set and no
     validation triple: the fit runs the schedule of a fit without clean labels (``lsnpc-noval``'s epochs,
