@@ -123,7 +123,8 @@ chooses: the threshold is the lowest of those, the triple's clean labels a row s
 30), with half a standard error of that 13-19-row mean as slack (rule 36, :data:`COUNT_STANDARD_ERRORS`;
 docs/quality.md, "A small triple's count, give or take its error"; where the guard handed the base model
 back, its labels a row are counted on the triple's rows, which it was not trained on, rule 37: "A base
-model handed back is counted on the rows it never saw"), and without any label the base model's expected
+model handed back is counted on the rows it never saw"; so is the output of an encoder given to LSNPC, rule
+39: "With the base model's trunk as the encoder"), and without any label the base model's expected
 count on the training rows does, where the output also predicts at most 1.5 times its labels a row at 0.5
 (rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label count").
 
@@ -249,14 +250,15 @@ class GuardDecision:
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b,
-        29d, 30, 30d, 36 and 37): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows
-        or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels
-        (fewer than 40, or beside a smaller triple: among :func:`thresholds_within_label_count`); beside a
-        smaller triple without the noisy labels, the lowest of :func:`thresholds_within_label_count` against
-        its labels, with :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack (rules 30
-        and 36; a base model handed back is counted on the triple's rows, rule 37), and without any label
-        against the base model's expected count and 1.5 times the output's labels a row at 0.5 (rule 30d);
-        0.5 otherwise, or the ``threshold`` given to LSNPC.
+        29d, 30, 30d, 36, 37 and 39): chosen (:func:`choose_threshold`) on a validation triple of at least 20
+        rows or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy
+        labels (fewer than 40, or beside a smaller triple: among :func:`thresholds_within_label_count`);
+        beside a smaller triple without the noisy labels, the lowest of :func:`thresholds_within_label_count`
+        against its labels, with :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack
+        (rules 30 and 36; a base model handed back, or the output of a given encoder, is counted on the
+        triple's rows, rules 37 and 39), and without any label against the base model's expected count and
+        1.5 times the output's labels a row at 0.5 (rule 30d); 0.5 otherwise, or the ``threshold`` given to
+        LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     threshold_loss_support : float or None
