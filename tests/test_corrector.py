@@ -631,6 +631,34 @@ def test_without_any_label_the_threshold_keeps_to_the_base_models_expected_count
         np.testing.assert_array_equal(model.predict(X[300:], P[300:]), probs >= model.threshold_)
 
 
+def test_a_given_encoder_without_any_label_starts_the_threshold_higher() -> None:
+    """Rule 41: without any label, the output of a given encoder (here the trunk of a base MLP trained 100 epochs on
+    the rows LSNPC is fitted on) is counted on rows that encoder memorised, so rule 30d's lowest threshold
+    within the base model's expected count starts from GIVEN_ENCODER_NO_LABELS_FLOOR instead of 0.35; here 0.4
+    would have passed the count."""
+    from lsnpc.corrector.guard import (
+        GIVEN_ENCODER_NO_LABELS_FLOOR, NO_LABELS_THRESHOLD_GROWTH, NOISY_THRESHOLD_FLOOR, thresholds_within_label_count,
+    )
+
+    X, Y = make_toy_multilabel(500, 16, 8, seed=1)
+    noisy = simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]
+    base = MLPClassifier(hidden_dims=(64,), epochs=100, random_state=0).fit(X[:300], noisy)
+    P = base.predict_proba(X[:300])
+    model = LSNPC(random_state=0, encoder=base.trunk_, **dict(FAST, epochs=3)).fit(X[:300], P)
+    training = model.predict_proba(X[:300], P)
+    count = dict(growth=NO_LABELS_THRESHOLD_GROWTH)
+    from_floor = min(thresholds_within_label_count(training, P, floor=GIVEN_ENCODER_NO_LABELS_FLOOR, **count))
+    assert NOISY_THRESHOLD_FLOOR < GIVEN_ENCODER_NO_LABELS_FLOOR < 0.5
+    assert model.threshold_ == from_floor == GIVEN_ENCODER_NO_LABELS_FLOOR
+    assert min(thresholds_within_label_count(training, P, floor=NOISY_THRESHOLD_FLOOR, **count)) < model.threshold_
+    reason = model.guard_.threshold_reason
+    assert reason.startswith("no label of any kind to choose it by F1 (a given encoder: counted on the training "
+                             f"rows it was trained on); the lowest threshold from {GIVEN_ENCODER_NO_LABELS_FLOOR:g} "
+                             "at which"), reason
+    np.testing.assert_array_equal(model.predict(X[300:], base.predict_proba(X[300:])),
+                                  model.predict_proba(X[300:], base.predict_proba(X[300:])) >= model.threshold_)
+
+
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:
     """Rules 26, 28b, 29d, 30 and 30d where no labelled rows choose or count: 0.5 with noisy labels that did
     not choose the epoch, with a clean set alone, with guard=False and for the paper's recipe (lower

@@ -42,6 +42,7 @@ from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
     COUNT_STANDARD_ERRORS,
     DECISION_THRESHOLDS,
+    GIVEN_ENCODER_NO_LABELS_FLOOR,
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
     NOISY_LABELS_BASE_WEIGHT,
@@ -194,8 +195,10 @@ class LSNPC(BaseEstimator):
         rows as the base model's trunk was: rule 39); and without any label (no triple, clean set or
         ``labels``), the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean over
         rows) as the count, where the output also predicts at most 1.5 times its labels a row at 0.5 (rule
-        30d). 0.5 everywhere else (fewer held-out rows, the noisy labels where they did not choose the epoch, a
-        clean set alone) and with ``guard=False``: lower thresholds lost there. A number given is used as it is.
+        30d; from 0.425 instead of 0.35 with a given ``encoder``, whose output is sharper on the training rows
+        it memorised than on new rows: rule 41). 0.5 everywhere else (fewer held-out rows, the noisy labels
+        where they did not choose the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost
+        there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -606,7 +609,7 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37 and 39; see the
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39 and 41; see the
         ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
         ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
@@ -617,8 +620,8 @@ class LSNPC(BaseEstimator):
         output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
         bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
         ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rules 30, 36, 37 and
-        39), and without any label the base model's expected count does (rule 30d;
-        :meth:`_lowest_threshold_within_count`)."""
+        39), and without any label the base model's expected count does (rule 30d; from
+        ``GIVEN_ENCODER_NO_LABELS_FLOOR`` with a given encoder, rule 41; :meth:`_lowest_threshold_within_count`)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
@@ -642,9 +645,15 @@ class LSNPC(BaseEstimator):
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
                     standard_errors=COUNT_STANDARD_ERRORS)
         elif not labels and not clean:  # rule 30d
+            # rule 41: a given encoder (the base model's trunk) memorised the training rows the output is counted on,
+            # and no unseen row is left: the threshold starts higher
+            given = self.encoder is not None
             return self._lowest_threshold_within_count(
                 guard, training[1], training, whose="the base model expects there",
-                why="no label of any kind to choose it by F1", growth=NO_LABELS_THRESHOLD_GROWTH)
+                why="no label of any kind to choose it by F1" + (
+                    " (a given encoder: counted on the training rows it was trained on)" if given else ""),
+                growth=NO_LABELS_THRESHOLD_GROWTH,
+                floor=GIVEN_ENCODER_NO_LABELS_FLOOR if given else NOISY_THRESHOLD_FLOOR)
         else:
             what = "the noisy labels" if labels else "a clean set"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
@@ -687,9 +696,10 @@ class LSNPC(BaseEstimator):
         self, guard: GuardDecision, reference: np.ndarray,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], *, whose: str, why: str,
         growth: float | None = None, standard_errors: float = 0.0, on: str = "the training rows",
+        floor: float = NOISY_THRESHOLD_FLOOR,
     ) -> GuardDecision:
-        """Rules 30, 30d, 36, 37 and 39, where no label can choose the threshold by F1: the lowest of
-        :func:`thresholds_within_label_count` for the output on the rows of ``training`` (X, base
+        """Rules 30, 30d, 36, 37, 39 and 41, where no label can choose the threshold by F1: the lowest from
+        ``floor`` of :func:`thresholds_within_label_count` for the output on the rows of ``training`` (X, base
         probabilities, _, their correction when fit has it): all the training rows, or beside a small triple
         where the guard handed the base model back (rule 37) or the encoder was given (rule 39), the triple's
         rows (``on`` names them in the reason). The count is ``reference`` (m, L): the clean labels of a
@@ -699,7 +709,7 @@ class LSNPC(BaseEstimator):
         ``whose`` names that count in the reason, after ``why``."""
         X_all, p_all, _, corrected_all = training
         output = self._guarded(X_all, p_all, guard.blend, corrected_all)
-        threshold = min(thresholds_within_label_count(output, reference, floor=NOISY_THRESHOLD_FLOOR, growth=growth,
+        threshold = min(thresholds_within_label_count(output, reference, floor=floor, growth=growth,
                                                       standard_errors=standard_errors))
         count = f"{float(reference.sum(1).mean()):.2f}"
         if standard_errors:
@@ -709,11 +719,11 @@ class LSNPC(BaseEstimator):
         at_half = "" if growth is None else (
             f" {growth:g} times its own at 0.5 ({growth * float((output >= 0.5).sum(1).mean()):.2f})")
         if threshold < 0.5:
-            reason = (f"{why}; the lowest threshold from {NOISY_THRESHOLD_FLOOR:g} at which the output predicts no "
+            reason = (f"{why}; the lowest threshold from {floor:g} at which the output predicts no "
                       f"more labels a row on {on} ({predicted:.2f}) than {whose} ({count})")
             reason += at_half and " and than" + at_half
         else:
-            reason = (f"{why}; below it, from {NOISY_THRESHOLD_FLOOR:g}, the output predicts more labels a row on "
+            reason = (f"{why}; below it, from {floor:g}, the output predicts more labels a row on "
                       f"{on} than {whose} ({count})")
             reason += at_half and " or than" + at_half
         return replace(guard, threshold=threshold, threshold_reason=reason)

@@ -126,7 +126,10 @@ back, its labels a row are counted on the triple's rows, which it was not traine
 model handed back is counted on the rows it never saw"; so is the output of an encoder given to LSNPC, rule
 39: "With the base model's trunk as the encoder"), and without any label the base model's expected
 count on the training rows does, where the output also predicts at most 1.5 times its labels a row at 0.5
-(rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label count").
+(rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label count"), from
+:data:`GIVEN_ENCODER_NO_LABELS_FLOOR` (0.425) instead of 0.35 for the output of a given encoder, which
+memorised the training rows it is counted on (rule 41; docs/quality.md, "A floor for a given encoder without
+any label").
 
 F1 is computed from per-label TP / FP / FN counts exactly as scikit-learn's ``f1_score`` does
 (``zero_division=0``), vectorised over bootstrap resamples.
@@ -141,9 +144,10 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "MIN_VAL_ROWS", "NOISY_LABELS_BASE_WEIGHT",
-    "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS", "NO_LABELS_BASE_WEIGHT",
-    "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH", "THRESHOLD_SPREAD",
+    "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
+    "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS",
+    "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
+    "THRESHOLD_SPREAD",
     "GuardDecision", "base_density", "base_sharpness", "best_threshold", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "label_count_limit",
     "thresholds_within_label_count",
@@ -186,6 +190,11 @@ COUNT_STANDARD_ERRORS = 0.5
 # output predicts at 0.5 (rule 30d: the base model's expected count alone let a flat output flood the rows, and
 # twice it let the base model's own flat probabilities through where the guard had handed them back)
 NO_LABELS_THRESHOLD_GROWTH = 1.5
+# rule 41: without any label and with a given encoder (the base model's trunk), rule 30d's threshold starts from
+# this instead of NOISY_THRESHOLD_FLOOR: the encoder memorised the training rows, where the output is sharper than
+# on rows it never saw, so a lower threshold adds fewer labels there than on new rows, and no unseen row is left to
+# count on (docs/quality.md, "A floor for a given encoder without any label")
+GIVEN_ENCODER_NO_LABELS_FLOOR = 0.425
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -250,15 +259,16 @@ class GuardDecision:
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b,
-        29d, 30, 30d, 36, 37 and 39): chosen (:func:`choose_threshold`) on a validation triple of at least 20
+        29d, 30, 30d, 36, 37, 39 and 41): chosen (:func:`choose_threshold`) on a validation triple of at least 20
         rows or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy
         labels (fewer than 40, or beside a smaller triple: among :func:`thresholds_within_label_count`);
         beside a smaller triple without the noisy labels, the lowest of :func:`thresholds_within_label_count`
         against its labels, with :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack
         (rules 30 and 36; a base model handed back, or the output of a given encoder, is counted on the
         triple's rows, rules 37 and 39), and without any label against the base model's expected count and
-        1.5 times the output's labels a row at 0.5 (rule 30d); 0.5 otherwise, or the ``threshold`` given to
-        LSNPC.
+        1.5 times the output's labels a row at 0.5 (rule 30d; from :data:`GIVEN_ENCODER_NO_LABELS_FLOOR`
+        instead of :data:`NOISY_THRESHOLD_FLOOR` for the output of a given encoder, rule 41); 0.5 otherwise, or
+        the ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     threshold_loss_support : float or None
