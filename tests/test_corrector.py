@@ -507,12 +507,17 @@ def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_valida
     np.testing.assert_array_equal(model.predict(X[415:], P[415:]), P[415:] >= model.threshold_)
 
 
+def _memorising_base(X: np.ndarray, Y: np.ndarray, rate: float) -> MLPClassifier:
+    """A base MLP trained 100 epochs on the first 300 rows of (X, Y) with ``rate`` symmetric noise on their
+    labels, long enough to memorise them: its trunk is the encoder rules 39 and 41 are about."""
+    noisy = simulate_noise(Y[:300], "symmetric", rate, random_state=0)[0]
+    return MLPClassifier(hidden_dims=(64,), epochs=100, random_state=0).fit(X[:300], noisy)
+
+
 def _memorising_trunk_problem() -> tuple[dict[str, np.ndarray], np.ndarray, MLPClassifier]:
-    """A toy problem, 30% symmetric noise on its first 300 rows' labels, and a base MLP trained on them long
-    enough to memorise them: its trunk is the encoder rule 39 is about. Returns (problem, P, base)."""
+    """A toy problem and a :func:`_memorising_base` of it (30% noise). Returns (problem, P, base)."""
     problem = make_noisy_problem(500, 0.15)
-    noisy = simulate_noise(problem["Y"][:300], "symmetric", 0.3, random_state=0)[0]
-    base = MLPClassifier(hidden_dims=(64,), epochs=100, random_state=0).fit(problem["X"][:300], noisy)
+    base = _memorising_base(problem["X"], problem["Y"], 0.3)
     return problem, base.predict_proba(problem["X"]), base
 
 
@@ -641,9 +646,8 @@ def test_a_given_encoder_without_any_label_starts_the_threshold_higher() -> None
     )
 
     X, Y = make_toy_multilabel(500, 16, 8, seed=1)
-    noisy = simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]
-    base = MLPClassifier(hidden_dims=(64,), epochs=100, random_state=0).fit(X[:300], noisy)
-    P = base.predict_proba(X[:300])
+    base = _memorising_base(X, Y, 0.2)
+    P, P_new = base.predict_proba(X[:300]), base.predict_proba(X[300:])
     model = LSNPC(random_state=0, encoder=base.trunk_, **dict(FAST, epochs=3)).fit(X[:300], P)
     training = model.predict_proba(X[:300], P)
     count = dict(growth=NO_LABELS_THRESHOLD_GROWTH)
@@ -655,8 +659,8 @@ def test_a_given_encoder_without_any_label_starts_the_threshold_higher() -> None
     assert reason.startswith("no label of any kind to choose it by F1 (a given encoder: counted on the training "
                              f"rows it was trained on); the lowest threshold from {GIVEN_ENCODER_NO_LABELS_FLOOR:g} "
                              "at which"), reason
-    np.testing.assert_array_equal(model.predict(X[300:], base.predict_proba(X[300:])),
-                                  model.predict_proba(X[300:], base.predict_proba(X[300:])) >= model.threshold_)
+    np.testing.assert_array_equal(model.predict(X[300:], P_new),
+                                  model.predict_proba(X[300:], P_new) >= model.threshold_)
 
 
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:

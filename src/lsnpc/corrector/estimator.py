@@ -627,6 +627,9 @@ class LSNPC(BaseEstimator):
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
         grid = DECISION_THRESHOLDS
+        # rules 39 and 41: a given encoder (the base model's trunk, as the paper's recipe passes it) is taken to have
+        # memorised the training rows, where its output predicts fewer labels a row than on rows it never saw
+        given_encoder = self.encoder is not None
         if held_out is not None:  # rules 28b and 29d: the held-out rows and their noisy labels, as rule 26's triple
             rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
             if triple is not None:
@@ -636,24 +639,21 @@ class LSNPC(BaseEstimator):
             if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30, with rule 36's slack for so few rows
                 # rule 37: the base model handed back is counted on the validation rows, which it was not trained
                 # on; on the training rows its memorised probabilities predict fewer labels than on unseen rows.
-                # Rule 39: so is the output of a given encoder (the base model's trunk, as the paper's recipe passes
-                # it), which memorised the training rows in the same way
-                unseen = guard.blend == 0.0 or self.encoder is not None
+                # Rule 39: so is the output of a given encoder
+                unseen = guard.blend == 0.0 or given_encoder
                 return self._lowest_threshold_within_count(
                     guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
                     whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
                     standard_errors=COUNT_STANDARD_ERRORS)
         elif not labels and not clean:  # rule 30d
-            # rule 41: a given encoder (the base model's trunk) memorised the training rows the output is counted on,
-            # and no unseen row is left: the threshold starts higher
-            given = self.encoder is not None
+            # rule 41: with a given encoder no unseen row is left to count on, so the threshold starts higher
             return self._lowest_threshold_within_count(
                 guard, training[1], training, whose="the base model expects there",
                 why="no label of any kind to choose it by F1" + (
-                    " (a given encoder: counted on the training rows it was trained on)" if given else ""),
+                    " (a given encoder: counted on the training rows it was trained on)" if given_encoder else ""),
                 growth=NO_LABELS_THRESHOLD_GROWTH,
-                floor=GIVEN_ENCODER_NO_LABELS_FLOOR if given else NOISY_THRESHOLD_FLOOR)
+                floor=GIVEN_ENCODER_NO_LABELS_FLOOR if given_encoder else NOISY_THRESHOLD_FLOOR)
         else:
             what = "the noisy labels" if labels else "a clean set"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
