@@ -663,6 +663,35 @@ def test_a_given_encoder_without_any_label_starts_the_threshold_higher() -> None
                                   model.predict_proba(X[300:], P_new) >= model.threshold_)
 
 
+def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> None:
+    """Rule 42: beside a validation triple that can test it, the output of a given encoder (here the trunk of a
+    base MLP trained 10 epochs on 30% noisy labels) is a guard candidate only blended half with the base model:
+    where the default candidates would keep it whole, it is taken half blended. LSNPC's own encoder still tries
+    the unblended output first."""
+    from lsnpc.corrector.guard import decide_with_validation
+
+    X, Y = make_toy_multilabel(600, 16, 8, seed=1)
+    noisy = simulate_noise(Y[:300], "symmetric", 0.3, random_state=0)[0]
+    base = MLPClassifier(hidden_dims=(64,), epochs=10, random_state=0).fit(X[:300], noisy)
+    P = base.predict_proba(X)
+    triple = dict(X_val=X[300:400], y_val=Y[300:400], pred_probs_val=P[300:400])
+    model = LSNPC(random_state=0, encoder=base.trunk_, **dict(FAST, epochs=10)).fit(X[:300], P[:300], **triple)
+    guard = model.guard_
+    assert guard.mode == "validation" and not guard.untestable
+    assert guard.base_weight == 0.5 and set(guard.loss_support) == {0.5}
+    assert "rule 42" in guard.reason and guard.reason in guard.summary()
+    # the default candidates, on the same output and the same resamples, would have kept it whole
+    output = model._output(X[300:400], P[300:400])
+    whole = decide_with_validation(Y[300:400], output, P[300:400], confidence=float(model.guard_confidence),
+                                   rng=np.random.default_rng(model.predict_seed_))
+    assert whole.base_weight == 0.0 and whole.gain_interval_90 == guard.gain_interval_90
+    new = model.predict_proba(X[400:], P[400:])
+    np.testing.assert_allclose(new, 0.5 * model._output(X[400:], P[400:]) + 0.5 * P[400:], rtol=1e-6)
+    np.testing.assert_array_equal(model.predict(X[400:], P[400:]), new >= model.threshold_)
+    own = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(X[:300], P[:300], **triple)
+    assert 0.0 in own.guard_.loss_support and own.guard_.reason is None
+
+
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:
     """Rules 26, 28b, 29d, 30 and 30d where no labelled rows choose or count: 0.5 with noisy labels that did
     not choose the epoch, with a clean set alone, with guard=False and for the paper's recipe (lower

@@ -40,8 +40,10 @@ from .._validation import (
 )
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
+    BASE_WEIGHTS,
     COUNT_STANDARD_ERRORS,
     DECISION_THRESHOLDS,
+    GIVEN_ENCODER_BASE_WEIGHTS,
     GIVEN_ENCODER_NO_LABELS_FLOOR,
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
@@ -158,12 +160,12 @@ class LSNPC(BaseEstimator):
         ``student_info_["weight"]``). False: the correction alone.
     guard : bool
         Mix the base model back in: output = (1 − w) · LSNPC + w · base. With clean validation labels
-        w is the first of 0, ½, 1 that does not lose micro- or macro-F1 to the base model in
-        ``guard_confidence`` of 500 bootstrap resamples of the validation set; without them (or when the
-        validation set cannot test the output: fewer than 20 rows, no positive label, or output and base
-        model differing on fewer than 3 of its entries) w = ``guard_base_weight``, or 1 when the output
-        is implausible on the training rows (a collapse); see :mod:`lsnpc.corrector.guard` and
-        ``guard_``. False: w = 0.
+        w is the first of 0, ½, 1 (½, 1 for the output of a given ``encoder``, rule 42) that does not lose
+        micro- or macro-F1 to the base model in ``guard_confidence`` of 500 bootstrap resamples of the
+        validation set; without them (or when the validation set cannot test the output: fewer than 20
+        rows, no positive label, or output and base model differing on fewer than 3 of its entries) w =
+        ``guard_base_weight``, or 1 when the output is implausible on the training rows (a collapse); see
+        :mod:`lsnpc.corrector.guard` and ``guard_``. False: w = 0.
     guard_confidence : float in (0, 1]
         Share of bootstrap resamples in which a candidate must lose to the base model to be passed over
         (0.4: when it loses in two resamples of five; 0.5 would wait until it loses more often than not).
@@ -598,10 +600,17 @@ class LSNPC(BaseEstimator):
 
         if val is not None:
             X_val, y_val, p_val = val
-            return decide_with_validation(
+            # rule 42: a given encoder's output is taken only blended at least half with the base model
+            given_encoder = self.encoder is not None
+            decision = decide_with_validation(
                 y_val, self._output(X_val, p_val), p_val, confidence=float(self.guard_confidence),
                 rng=np.random.default_rng(self.predict_seed_), untestable=without_labels,
+                candidates=GIVEN_ENCODER_BASE_WEIGHTS if given_encoder else BASE_WEIGHTS,
             )
+            if given_encoder and not decision.untestable:
+                decision = replace(decision, reason="a given encoder's output is a candidate only blended at least "
+                                                    "half with the base model (rule 42)")
+            return decision
         return without_labels()
 
     def _decide_threshold(

@@ -21,6 +21,15 @@ The guard before both demanded evidence that the correction was *not worse* and 
 model or a timid blend in many noisy settings (on the correction alone it cut the mean gain at 30–50%
 noise from +9.7 / +12.2 to +7.9 / +10.0; README, "Correction quality").
 
+**The output of a given encoder** (``LSNPC(encoder=...)``, such as the base model's trunk, as the paper
+passes it) is a candidate only blended: w = ½, then 1 (:data:`GIVEN_ENCODER_BASE_WEIGHTS`, rule 42). On
+triples of 20–56 rows the unblended trunk output won the bootstrap and lost on new rows at 0% noise (scene
+at 395 rows: −4.0 micro-F1 in one seed), while the ½ blend gained in every such fit looked at. Chosen
+with a rule written down before the runs, on eight configurations (120 fits; 0% term −1.00 → −0.66, mean
+gain at 30–50% noise +7.99 / +6.39 → +8.82 / +6.52), and confirmed on seven never run before (23–28-row
+triples: +9.20 / +7.39 → +9.70 / +7.38, worst +1.70 → +1.45, 0% −0.00 → +0.41; docs/quality.md, "A given
+encoder's output is blended at least half"). LSNPC's own encoder keeps the three candidates.
+
 **Without clean labels** (:func:`decide_without_validation`) nothing can be tested, so the base weight
 is a fixed prior (``base_weight``, ⅓ by default). Chosen on scene, yeast and synthetic (same bench):
 with w = 0 they lose up to 4.6 micro-F1 at 0% noise (yeast, 1,500 rows), with ¼ up to 1.4, with ⅓ up to
@@ -144,7 +153,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
+    "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "GIVEN_ENCODER_BASE_WEIGHTS",
+    "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
     "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS",
     "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
     "THRESHOLD_SPREAD",
@@ -154,6 +164,10 @@ __all__ = [
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
+# rule 42: for the output of a given encoder (the base model's trunk) the unblended output is not a candidate: on
+# triples of 20-56 rows it was taken where it lost (scene at 0% noise, -4.0 micro-F1), and the half blend gained
+# (docs/quality.md, "A given encoder's output is blended at least half")
+GIVEN_ENCODER_BASE_WEIGHTS = (0.5, 1.0)
 _N_BOOT = 500
 _THIN_INTERVAL = 0.10  # a 90% bootstrap interval of the F1 difference wider than this: thin evidence
 # the no-label prior w: without any label, and when the noisy training labels chose the epoch
@@ -213,7 +227,8 @@ class GuardDecision:
         1 − the base weight w; 1.0 when the guard did not run, 0.0 when it hands back the base model.
     reason : str or None
         Why the guard did not run, or (without validation labels, or ``untestable``) what its weight
-        rests on.
+        rests on; with validation labels that test, why the unblended output was not a candidate (the
+        output of a given encoder, rule 42), else None.
     mode : {"validation", "noisy labels", "no validation labels"} or None
         Which evidence the guard had.
     confidence : float or None
@@ -336,6 +351,8 @@ class GuardDecision:
                 line += f"; the two decide differently on {self.n_discordant} validation entries"
             if self.evidence_thin:
                 line += "; thin evidence: the validation set cannot tell apart differences of a few F1 points"
+            if self.reason:
+                line += f"; {self.reason}"
             return line
         if self.mode == "noisy labels":
             support = (self.loss_support or {}).get(0.0, float("nan"))
@@ -486,6 +503,7 @@ def decide_with_validation(
     threshold: float = 0.5,
     n_boot: int = _N_BOOT,
     untestable: Callable[[], GuardDecision] | None = None,
+    candidates: tuple[float, ...] = BASE_WEIGHTS,
 ) -> GuardDecision:
     """Choose the base weight w on clean validation labels; return the evidence and the decision.
 
@@ -495,20 +513,24 @@ def decide_with_validation(
     validation set has fewer than 20 rows, or output and base decide differently on fewer than 3 of its
     entries, or ``y_val`` has no positive entry (F1 is then 0 for every candidate), it gives the no-label
     decision (:func:`decide_without_validation` on the training rows), which is then taken; None keeps
-    the bootstrap's decision.
+    the bootstrap's decision. ``candidates``: the base weights tried, in order, ending with 1 (the base
+    model); :data:`GIVEN_ENCODER_BASE_WEIGHTS` for the output of a given encoder (rule 42). The gain
+    interval and the output's scores are those of the unblended output (w = 0) either way.
     """
+    if not candidates or candidates[-1] != 1.0 or any(not 0.0 <= w <= 1.0 for w in candidates):
+        raise ValueError(f"candidates must be base weights in [0, 1] ending with 1.0, got {candidates!r}")
     n = len(y_val)
     n_discordant = int(((output >= threshold) != (base >= threshold)).sum())
     n_positives = int(np.count_nonzero(y_val))
     weights = np.vstack([np.ones((1, n)), _resamples(n, n_boot, rng)])
     scores = {}
-    for w in BASE_WEIGHTS:
+    for w in sorted({0.0, *candidates}):
         pred = ((1 - w) * output + w * base) >= threshold
         scores[w] = f1_from_counts(*_counts(y_val, pred, weights))  # row 0: the full validation set
     base_micro, base_macro = scores[1.0]
     loss_support: dict[float, float] = {}
     chosen = 1.0
-    for w in BASE_WEIGHTS[:-1]:
+    for w in candidates[:-1]:
         loss_support[w] = float(_loses(scores[w], scores[1.0])[1:].mean())
         if loss_support[w] < confidence:
             chosen = w
