@@ -507,17 +507,18 @@ def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_valida
     np.testing.assert_array_equal(model.predict(X[415:], P[415:]), P[415:] >= model.threshold_)
 
 
-def _memorising_base(X: np.ndarray, Y: np.ndarray, rate: float) -> MLPClassifier:
-    """A base MLP trained 100 epochs on the first 300 rows of (X, Y) with ``rate`` symmetric noise on their
-    labels, long enough to memorise them: its trunk is the encoder rules 39 and 41 are about."""
+def _noisy_base(X: np.ndarray, Y: np.ndarray, rate: float, epochs: int = 100) -> MLPClassifier:
+    """A base MLP trained ``epochs`` epochs on the first 300 rows of (X, Y) with ``rate`` symmetric noise on
+    their labels; 100 epochs are long enough to memorise them: its trunk is the encoder rules 39 and 41 are
+    about."""
     noisy = simulate_noise(Y[:300], "symmetric", rate, random_state=0)[0]
-    return MLPClassifier(hidden_dims=(64,), epochs=100, random_state=0).fit(X[:300], noisy)
+    return MLPClassifier(hidden_dims=(64,), epochs=epochs, random_state=0).fit(X[:300], noisy)
 
 
 def _memorising_trunk_problem() -> tuple[dict[str, np.ndarray], np.ndarray, MLPClassifier]:
-    """A toy problem and a :func:`_memorising_base` of it (30% noise). Returns (problem, P, base)."""
+    """A toy problem and a memorising :func:`_noisy_base` of it (30% noise). Returns (problem, P, base)."""
     problem = make_noisy_problem(500, 0.15)
-    base = _memorising_base(problem["X"], problem["Y"], 0.3)
+    base = _noisy_base(problem["X"], problem["Y"], 0.3)
     return problem, base.predict_proba(problem["X"]), base
 
 
@@ -646,7 +647,7 @@ def test_a_given_encoder_without_any_label_starts_the_threshold_higher() -> None
     )
 
     X, Y = make_toy_multilabel(500, 16, 8, seed=1)
-    base = _memorising_base(X, Y, 0.2)
+    base = _noisy_base(X, Y, 0.2)
     P, P_new = base.predict_proba(X[:300]), base.predict_proba(X[300:])
     model = LSNPC(random_state=0, encoder=base.trunk_, **dict(FAST, epochs=3)).fit(X[:300], P)
     training = model.predict_proba(X[:300], P)
@@ -671,8 +672,7 @@ def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> 
     from lsnpc.corrector.guard import decide_with_validation
 
     X, Y = make_toy_multilabel(600, 16, 8, seed=1)
-    noisy = simulate_noise(Y[:300], "symmetric", 0.3, random_state=0)[0]
-    base = MLPClassifier(hidden_dims=(64,), epochs=10, random_state=0).fit(X[:300], noisy)
+    base = _noisy_base(X, Y, 0.3, epochs=10)
     P = base.predict_proba(X)
     triple = dict(X_val=X[300:400], y_val=Y[300:400], pred_probs_val=P[300:400])
     model = LSNPC(random_state=0, encoder=base.trunk_, **dict(FAST, epochs=10)).fit(X[:300], P[:300], **triple)

@@ -601,13 +601,12 @@ class LSNPC(BaseEstimator):
         if val is not None:
             X_val, y_val, p_val = val
             # rule 42: a given encoder's output is taken only blended at least half with the base model
-            given_encoder = self.encoder is not None
             decision = decide_with_validation(
                 y_val, self._output(X_val, p_val), p_val, confidence=float(self.guard_confidence),
                 rng=np.random.default_rng(self.predict_seed_), untestable=without_labels,
-                candidates=GIVEN_ENCODER_BASE_WEIGHTS if given_encoder else BASE_WEIGHTS,
+                candidates=GIVEN_ENCODER_BASE_WEIGHTS if self._encoder_given else BASE_WEIGHTS,
             )
-            if given_encoder and not decision.untestable:
+            if self._encoder_given and not decision.untestable:
                 decision = replace(decision, reason="a given encoder's output is a candidate only blended at least "
                                                     "half with the base model (rule 42)")
             return decision
@@ -636,9 +635,7 @@ class LSNPC(BaseEstimator):
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
         grid = DECISION_THRESHOLDS
-        # rules 39 and 41: a given encoder (the base model's trunk, as the paper's recipe passes it) is taken to have
-        # memorised the training rows, where its output predicts fewer labels a row than on rows it never saw
-        given_encoder = self.encoder is not None
+        given_encoder = self._encoder_given  # rules 39 and 41
         if held_out is not None:  # rules 28b and 29d: the held-out rows and their noisy labels, as rule 26's triple
             rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
             if triple is not None:
@@ -823,6 +820,14 @@ class LSNPC(BaseEstimator):
         """
         Xa, P = self._check_predict_input(X, pred_probs)
         return self._guarded(Xa, P, self.guard_.blend)
+
+    @property
+    def _encoder_given(self) -> bool:
+        """Whether ``encoder`` was given (rules 39, 41 and 42). Such an encoder, the base model's trunk as the
+        paper's recipe passes it, is taken to have memorised the training rows: its output predicts fewer labels
+        a row there than on rows it never saw (rules 39 and 41), and a small triple's bootstrap cannot tell its
+        edge from luck (rule 42)."""
+        return self.encoder is not None
 
     def _guarded(self, X: np.ndarray, P: np.ndarray, blend: float, corrected: np.ndarray | None = None) -> np.ndarray:
         """blend · LSNPC's output + (1 − blend) · P, (n, L): what ``predict_proba`` returns for a guard's
