@@ -117,6 +117,8 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     X, Y = make_toy_multilabel(240, 6, 4, seed=2)
     rng = np.random.default_rng(0)
     P = np.clip(0.7 * Y + rng.uniform(0, 0.3, Y.shape), 0, 1)
+    P[:, 3] *= 0.3  # "fish" stays below the threshold the others leave: it gets its own (rule 43)
+    P[:, :3] = np.clip(P[:, :3] + 0.1, 0, 1)
     np.save(tmp_path / "X.npy", X)
     columns = ["cat", "dog", "bird", "fish"]
     pd.DataFrame(P, columns=columns).to_csv(tmp_path / "P.csv")  # pandas' default: with an index column
@@ -149,6 +151,9 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
                     "--out", tmp_path / "again.csv", "--json")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["threshold"] == threshold
+    own = LSNPC.load(model).guard_.label_thresholds or {}  # rule 43's rare labels, by their column names
+    assert json.loads(as_json.stdout)["label_thresholds"] == {columns[j]: t for j, t in own.items()}
+    assert set(own) == {3} and f"1 rare label(s) at their own, lower one (rule 43): fish at {own[3]:g}" in result.stdout
     corrected = pd.read_csv(tmp_path / "P.corrected.csv")
     assert list(corrected.columns) == columns and corrected.shape == P.shape
     assert corrected.to_numpy().min() >= 0 and corrected.to_numpy().max() <= 1

@@ -664,6 +664,53 @@ def test_a_given_encoder_without_any_label_starts_the_threshold_higher() -> None
                                   model.predict_proba(X[300:], P_new) >= model.threshold_)
 
 
+def test_without_any_label_a_label_never_predicted_gets_its_own_threshold(tmp_path) -> None:
+    """Rule 43: without any label, a label the output predicts on no training row at rule 30d's threshold gets
+    its own, lower one (guard.rare_label_thresholds on what predict_proba returns on the training rows): predict
+    applies it, the summary says so, and it is saved with the model. Not with the noisy labels, nor beside a
+    validation triple, nor with a given encoder."""
+    from lsnpc.corrector.guard import NO_LABELS_THRESHOLD_GROWTH, rare_label_thresholds
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
+    P[:, 3] *= 0.25  # label 3's probabilities stay below any threshold the frequent labels leave
+    P[:, :3] = np.clip(P[:, :3] + 0.05, 0, 1)  # and the base model expects more of those than it decides
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300])
+    training = model.predict_proba(X[:300], P[:300])
+    assert not (training[:, 3] >= model.threshold_).any()  # never predicted at the threshold
+    own = model.guard_.label_thresholds
+    assert own == rare_label_thresholds(training, P[:300], model.threshold_, growth=NO_LABELS_THRESHOLD_GROWTH)
+    assert set(own) == {3} and own[3] < model.threshold_
+    assert (training[:, 3] >= own[3]).sum() <= P[:300, 3].sum()  # no more rows than the base model expects
+    expected = np.full(4, model.threshold_)
+    expected[3] = own[3]
+    np.testing.assert_array_equal(model.label_thresholds_, expected)
+    probs = model.predict_proba(X[300:], P[300:])
+    labels = model.predict(X[300:], P[300:])
+    np.testing.assert_array_equal(labels, probs >= expected)
+    assert labels[:, 3].any() and not (probs[:, 3] >= model.threshold_).any()  # label 3 is predicted now
+    np.testing.assert_array_equal(model.predict(X[300:], P[300:], threshold=0.5), probs >= 0.5)  # one for all
+    assert micro_f1(Y[300:], probs, model.label_thresholds_) == micro_f1(Y[300:], labels)
+    assert f"1 label(s) the output predicts on no training row at {model.threshold_:g}" in model.guard_.summary()
+    assert "rule 43" in model.guard_.summary()
+    model.save(tmp_path / "model")
+    loaded = LSNPC.load(tmp_path / "model")
+    assert loaded.guard_.label_thresholds == own
+    np.testing.assert_array_equal(loaded.predict(X[300:], P[300:]), labels)
+    # where labels chose the threshold, or could have, every label keeps it
+    noisy = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=Y[:300])
+    triple = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[400:460], y_val=Y[400:460],
+                                               pred_probs_val=P[400:460])
+    for other in (noisy, triple):
+        assert other.guard_.label_thresholds is None
+        np.testing.assert_array_equal(other.label_thresholds_, np.full(4, other.threshold_))
+    # a given encoder: rule 41's threshold, and no label of its own
+    trunk = _noisy_base(X, Y, 0.0, epochs=20).trunk_
+    given = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300])
+    assert not (given.predict_proba(X[:300], P[:300])[:, 3] >= given.threshold_).any()
+    assert given.guard_.label_thresholds is None
+
+
 def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> None:
     """Rule 42: beside a validation triple that can test it, the output of a given encoder (here the trunk of a
     base MLP trained 10 epochs on 30% noisy labels) is a guard candidate only blended half with the base model:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from lsnpc.corrector.guard import (
     decide_without_validation,
     f1_from_counts,
     label_count_limit,
+    rare_label_thresholds,
     thresholds_within_label_count,
 )
 
@@ -336,9 +338,11 @@ def test_the_decision_round_trips_through_json() -> None:
                  decide_without_validation(np.clip(0.8 * y + 0.1, 0, 1), base, base_weight=0.25),
                  GuardDecision.skipped("guard=False")]
     assert decisions[0].mode == "validation" and decisions[1].mode == "no validation labels"
+    decisions.append(replace(decisions[1], threshold=0.45, label_thresholds={3: 0.35, 1: 0.4}))  # rule 43
     for original in decisions:
         text = json.dumps(original.to_dict())  # plain JSON types only
         assert GuardDecision.from_dict(json.loads(text)) == original
+    assert json.loads(json.dumps(decisions[-1].to_dict()))["label_thresholds"] == {"3": 0.35, "1": 0.4}
 
 
 @pytest.mark.parametrize(
@@ -361,6 +365,12 @@ def test_the_decision_round_trips_through_json() -> None:
         (lambda d: d.update(base_density=1.2), r"guard_\.base_density must be a number in \[0, 1\]"),
         (lambda d: d.update(base_sharpness="high"), r"guard_\.base_sharpness must be a number in \[0, 1\]"),
         (lambda d: d.update(evidence_thin="no"), r"guard_\.evidence_thin"),
+        (lambda d: d.update(label_thresholds=[0.35]), r"guard_\.label_thresholds must map a label index"),
+        (lambda d: d.update(label_thresholds={"-1": 0.35}), r"guard_\.label_thresholds keys must be label indices"),
+        (lambda d: d.update(label_thresholds={"first": 0.35}), r"guard_\.label_thresholds keys must be label"),
+        (lambda d: d.update(label_thresholds={"2": 0.5}), r"guard_\.label_thresholds\['2'\] must be a number in "
+                                                          r"\(0, threshold = 0\.5\)"),
+        (lambda d: d.update(label_thresholds={"2": "low"}), r"guard_\.label_thresholds\['2'\]"),
     ],
 )
 def test_a_corrupt_decision_is_rejected_naming_the_field(change, match) -> None:
@@ -490,6 +500,36 @@ def test_thresholds_within_the_label_count_keep_the_rows_at_their_noisy_labels_c
     assert thresholds_within_label_count(output, two, floor=0.35, growth=1.5) == (0.425, 0.45, 0.475, 0.5)
     assert thresholds_within_label_count(output, two, floor=0.35, growth=2.0) == (0.35, 0.375, 0.4, 0.425, 0.45,
                                                                                   0.475, 0.5)
+
+
+def test_rare_labels_never_predicted_get_their_own_threshold_within_the_count() -> None:
+    """Rule 43: a label the output predicts on no training row at the threshold gets the lowest from the floor
+    up at which it predicts it on no more rows than the base model expects, rarest first, while the labels a
+    row stay within rule 30d's count; the first that would break it ends the visit. Labels predicted at the
+    threshold keep it."""
+    n = 10
+    output = np.zeros((n, 4))
+    output[:5, 0], output[5:, 0] = 0.9, 0.1  # predicted at 0.5 on 5 rows: never lowered
+    output[:, 1] = 0.3
+    output[:2, 1] = 0.42  # 2 rows from 0.35 up to 0.42
+    output[:, 2] = 0.1
+    output[:4, 2], output[4:8, 2] = 0.45, 0.38  # 8 rows at 0.35 and 0.375, 4 from 0.4 up
+    output[:, 3] = 0.2  # no row even at the floor
+    expected = np.array([5.0, 2.5, 5.0, 0.5])  # the base model's expected count of each label
+    base = np.tile(expected / n, (n, 1))  # 1.3 labels a row
+    # rarest first: label 3 (adds no row, still lowered: unseen rows may reach it), 1 (2 rows at the floor),
+    # 2 (8 rows at 0.35 and 0.375 are more than its 5 expected: 0.4, 4 rows); 11 labels on 10 rows <= 1.3 a row
+    assert rare_label_thresholds(output, base, 0.5, growth=None) == {3: 0.35, 1: 0.35, 2: 0.4}
+    assert rare_label_thresholds(output, base, 0.5, growth=None, floor=0.4) == {3: 0.4, 1: 0.4, 2: 0.4}
+    # the count binds: with label 0 expected on 2.5 rows the base model expects 1.05 labels a row, and label 2's
+    # 4 rows would make 1.1; with a growth limit of 1 (0.5 labels a row at 0.5) label 1's 2 rows end the visit
+    tighter = base.copy()
+    tighter[:, 0] = 0.25
+    assert rare_label_thresholds(output, tighter, 0.5, growth=None) == {3: 0.35, 1: 0.35}
+    assert rare_label_thresholds(output, base, 0.5, growth=1.0) == {3: 0.35}
+    # below a threshold at the floor there is nothing lower; at 0.4 labels 1 and 2 are predicted, so keep it
+    assert rare_label_thresholds(output, base, 0.35, growth=None) == {}
+    assert rare_label_thresholds(output, base, 0.4, growth=None) == {3: 0.35}
 
 
 def test_a_small_triples_count_gives_way_by_its_standard_error() -> None:

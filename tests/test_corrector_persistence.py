@@ -188,6 +188,10 @@ def test_edited_config_is_refused(saved: Path) -> None:
     ("edit", "match"),
     [
         (lambda c: c["fitted"]["guard_"].update(blend=5.0), "corrupt guard decision: guard_.blend"),
+        (lambda c: c["fitted"]["guard_"].update(threshold=0.45, label_thresholds={"4": 0.35}),
+         r"corrupt guard decision: guard_.label_thresholds names label 4, but the model has 4 labels"),
+        (lambda c: c["fitted"]["guard_"].update(threshold=0.45, label_thresholds={"1": 0.45}),
+         r"corrupt guard decision: guard_.label_thresholds\['1'\] must be a number in \(0, threshold = 0.45\)"),
         (lambda c: c["fitted"].pop("n_labels_"), "fitted fields n_labels_ are missing"),
         (lambda c: c["fitted"].update(n_labels_="4"), "n_labels_ must be a positive integer"),
         (lambda c: c["fitted"].update(best_epoch_=99), "best_epoch_ must be an integer in"),

@@ -81,6 +81,24 @@ def test_threshold_is_inclusive_and_binarize():
     assert M.hamming_loss(y, p) == 0.0
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_threshold_per_label_binarises_each_column_at_its_own(seed):
+    y, probs = _random_problem(seed)
+    per_label = np.linspace(0.25, 0.55, y.shape[1])  # as LSNPC.label_thresholds_
+    pred = (probs >= per_label).astype(int)
+    assert not np.array_equal(pred, probs >= 0.5)
+    np.testing.assert_array_equal(M.binarize(probs, per_label), pred)
+    scores = evaluate(y, probs, threshold=per_label)
+    assert scores["micro_f1"] == pytest.approx(skm.f1_score(y, pred, average="micro", zero_division=0))
+    assert scores["macro_f1"] == pytest.approx(skm.f1_score(y, pred, average="macro", zero_division=0))
+    assert scores["hamming_loss"] == pytest.approx(skm.hamming_loss(y, pred))
+    assert scores["subset_accuracy"] == pytest.approx(skm.accuracy_score(y, pred))
+    np.testing.assert_allclose(M.per_label_f1(y, probs, per_label),
+                               skm.f1_score(y, pred, average=None, zero_division=0))
+    # the same number for every label is that number
+    assert evaluate(y, probs, threshold=np.full(y.shape[1], 0.4)) == evaluate(y, probs, threshold=0.4)
+
+
 def test_perfect_and_worst_predictions():
     y = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0]])
     best = evaluate(y, y.astype(float))
@@ -116,6 +134,10 @@ def test_accepts_bool_labels_and_lists():
         (np.array([[1, 0]]), np.array([[0.5, 0.2, 0.1]]), {}, "same number of labels"),
         (np.array([1, 0]), np.array([0.5, 0.2]), {}, "y_true"),
         (np.array([[1, 0]]), np.array([[0.5, 0.2]]), {"threshold": 1.5}, "threshold"),
+        (np.array([[1, 0]]), np.array([[0.5, 0.2]]), {"threshold": [0.5, 0.4, 0.3]}, r"one per label, shape \(2,\)"),
+        (np.array([[1, 0]]), np.array([[0.5, 0.2]]), {"threshold": [0.5, 1.2]}, r"threshold must hold numbers in"),
+        (np.array([[1, 0]]), np.array([[0.5, 0.2]]), {"threshold": [0.5, np.nan]}, r"threshold.*NaN"),
+        (np.array([[1, 0]]), np.array([[0.5, 0.2]]), {"threshold": ["high", "low"]}, r"threshold must be a number"),
     ],
 )
 def test_bad_inputs_raise_value_errors_naming_them(y, p, kwargs, match):

@@ -1,7 +1,8 @@
 """Multilabel evaluation metrics, computed from true 0/1 labels and predicted probabilities.
 
 Every function takes ``y_true`` (n, L) of 0/1 and ``probs`` (n, L) in [0, 1]. Threshold metrics
-binarise with ``probs >= threshold`` (:func:`binarize`); ranking metrics use the probabilities as
+binarise with ``probs >= threshold`` (:func:`binarize`), ``threshold`` one number for every label or one
+per label, shape (L,) (as ``LSNPC.label_thresholds_``); ranking metrics use the probabilities as
 scores. scikit-learn computes every metric it has; only :func:`one_error` is written here.
 
 Conventions (so numbers can be compared with papers):
@@ -105,18 +106,33 @@ def _check_inputs(y_true: Any, probs: Any) -> tuple[np.ndarray, np.ndarray]:
     return y, p
 
 
-def _check_threshold(threshold: Any) -> float:
-    return float(check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0))
+def _check_threshold(threshold: Any, n_labels: int) -> float | np.ndarray:
+    """One threshold in [0, 1] as a float, or one per label (shape (n_labels,), each in [0, 1]) as an array."""
+    if np.ndim(threshold) == 0:
+        return float(check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0))
+    try:
+        per_label = np.asarray(threshold, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"threshold must be a number or one number per label, got {threshold!r:.80}") from None
+    if per_label.shape != (n_labels,):
+        raise ValueError(f"threshold must be a number or one per label, shape ({n_labels},), got shape "
+                         f"{per_label.shape}")
+    if not np.all((per_label >= 0.0) & (per_label <= 1.0)):
+        raise ValueError(f"threshold must hold numbers in [0, 1] (one per label), got {per_label.min():g} to "
+                         f"{per_label.max():g}" if np.isfinite(per_label).all() else
+                         "threshold must hold numbers in [0, 1] (one per label), got a NaN or infinity")
+    return per_label
 
 
-def binarize(probs: Any, threshold: float = 0.5) -> np.ndarray:
-    """Hard 0/1 predictions ``probs >= threshold``, shape (n, L), int64."""
+def binarize(probs: Any, threshold: Any = 0.5) -> np.ndarray:
+    """Hard 0/1 predictions ``probs >= threshold``, shape (n, L), int64; ``threshold``: a number, or one
+    per label (L,)."""
     p = check_probabilities(probs, "probs")
-    return (p >= _check_threshold(threshold)).astype(np.int64)
+    return _binarized(p, threshold)
 
 
 def _binarized(p: np.ndarray, threshold: Any) -> np.ndarray:
-    return (p >= _check_threshold(threshold)).astype(np.int64)
+    return (p >= _check_threshold(threshold, p.shape[1])).astype(np.int64)
 
 
 # --- threshold metrics -------------------------------------------------------------------------
@@ -131,31 +147,31 @@ def _f1(y: np.ndarray, pred: np.ndarray, average: str | None) -> Any:
     return skm.f1_score(y, pred, average=average, zero_division=0)
 
 
-def per_label_f1(y_true: Any, probs: Any, threshold: float = 0.5) -> np.ndarray:
+def per_label_f1(y_true: Any, probs: Any, threshold: Any = 0.5) -> np.ndarray:
     """F1 of each label, shape (L,), in [0, 1] (0 for a label never true and never predicted)."""
     y, p = _check_inputs(y_true, probs)
     return np.asarray(_f1(y, _binarized(p, threshold), None), dtype=np.float64)
 
 
-def micro_f1(y_true: Any, probs: Any, threshold: float = 0.5) -> float:
+def micro_f1(y_true: Any, probs: Any, threshold: Any = 0.5) -> float:
     """F1 over all (sample, label) entries pooled, in [0, 1]."""
     y, p = _check_inputs(y_true, probs)
     return float(_f1(y, _binarized(p, threshold), "micro"))
 
 
-def macro_f1(y_true: Any, probs: Any, threshold: float = 0.5) -> float:
+def macro_f1(y_true: Any, probs: Any, threshold: Any = 0.5) -> float:
     """Unweighted mean of the per-label F1 scores, in [0, 1]."""
     y, p = _check_inputs(y_true, probs)
     return float(_f1(y, _binarized(p, threshold), "macro"))
 
 
-def hamming_loss(y_true: Any, probs: Any, threshold: float = 0.5) -> float:
+def hamming_loss(y_true: Any, probs: Any, threshold: Any = 0.5) -> float:
     """Fraction of (sample, label) entries predicted wrongly, in [0, 1] (lower is better)."""
     y, p = _check_inputs(y_true, probs)
     return float(skm.hamming_loss(y, _binarized(p, threshold)))
 
 
-def subset_accuracy(y_true: Any, probs: Any, threshold: float = 0.5) -> float:
+def subset_accuracy(y_true: Any, probs: Any, threshold: Any = 0.5) -> float:
     """Fraction of samples whose whole predicted label vector is exactly right, in [0, 1]."""
     y, p = _check_inputs(y_true, probs)
     return float(skm.accuracy_score(y, _binarized(p, threshold)))
@@ -225,7 +241,7 @@ def one_error(y_true: Any, probs: Any) -> float:
 # --- everything at once ------------------------------------------------------------------------
 
 
-def evaluate(y_true: Any, probs: Any, threshold: float = 0.5) -> dict[str, float]:
+def evaluate(y_true: Any, probs: Any, threshold: Any = 0.5) -> dict[str, float]:
     """Every metric of this module for one prediction.
 
     Parameters
@@ -235,8 +251,9 @@ def evaluate(y_true: Any, probs: Any, threshold: float = 0.5) -> dict[str, float
     probs : array-like of shape (n, L)
         Predicted probabilities in [0, 1] (hard 0/1 predictions are accepted too, but then the
         ranking metrics are not very informative).
-    threshold : float in [0, 1]
-        A label is predicted positive when its probability is ``>= threshold``.
+    threshold : float in [0, 1], or array of shape (L,) in [0, 1]
+        A label is predicted positive when its probability is ``>= threshold`` (its own, given one per
+        label).
 
     Returns
     -------
@@ -246,7 +263,7 @@ def evaluate(y_true: Any, probs: Any, threshold: float = 0.5) -> dict[str, float
         convention).
     """
     y, p = _check_inputs(y_true, probs)
-    threshold = _check_threshold(threshold)
+    threshold = _check_threshold(threshold, p.shape[1])
     return {
         "micro_f1": micro_f1(y, p, threshold),
         "macro_f1": macro_f1(y, p, threshold),

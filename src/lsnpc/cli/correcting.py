@@ -229,9 +229,16 @@ def correct(
     write_array(target, corrected, columns=columns)
     if as_json:
         _print_json({"out": str(target), "shape": list(corrected.shape), "model": str(model),
-                     "guard_blend": corrector.guard_.blend, "threshold": corrector.threshold_})
+                     "guard_blend": corrector.guard_.blend, "threshold": corrector.threshold_,
+                     "label_thresholds": {columns[j] if columns else str(j): t
+                                          for j, t in (corrector.guard_.label_thresholds or {}).items()}})
         return
-    _console().print(f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}; the "
-                     f"model predicts a label at probability >= {corrector.threshold_:g}")
+    line = (f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}; the model "
+            f"predicts a label at probability >= {corrector.threshold_:g}")
+    own = sorted((corrector.guard_.label_thresholds or {}).items())
+    if own:
+        named = ", ".join(f"{columns[j] if columns else j} at {t:g}" for j, t in own[:5])
+        line += f"; {len(own)} rare label(s) at their own, lower one (rule 43): {named}" + (", ..." * (len(own) > 5))
+    _console().print(line)
 
 

@@ -60,6 +60,7 @@ from .guard import (
     decide_with_validation,
     decide_without_validation,
     label_count_limit,
+    rare_label_thresholds,
     thresholds_within_label_count,
 )
 from .inference import predict_corrected
@@ -198,7 +199,10 @@ class LSNPC(BaseEstimator):
         ``labels``), the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean over
         rows) as the count, where the output also predicts at most 1.5 times its labels a row at 0.5 (rule
         30d; from 0.425 instead of 0.35 with a given ``encoder``, whose output is sharper on the training rows
-        it memorised than on new rows: rule 41). 0.5 everywhere else (fewer held-out rows, the noisy labels
+        it memorised than on new rows: rule 41; with LSNPC's own encoder, a label the output predicts on no
+        training row there gets its own threshold from 0.35 up, the lowest at which the output predicts it on
+        no more training rows than the base model expects, rarest first while the labels a row stay within
+        that count: rule 43, ``label_thresholds_``). 0.5 everywhere else (fewer held-out rows, the noisy labels
         where they did not choose the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost
         there. A number given is used as it is.
     small_val : {"auto", "validate"}
@@ -247,6 +251,8 @@ class LSNPC(BaseEstimator):
     student_info_ : dict or None  the student's epochs, the one kept and how it was chosen
     threshold_ : float            the decision threshold of ``predict`` (``guard_.threshold``; why:
                                   ``guard_.threshold_reason``)
+    label_thresholds_ : ndarray (L,)  each label's threshold in ``predict``: ``threshold_``, or lower for the
+                                  rare labels of ``guard_.label_thresholds`` (rule 43)
     """
 
     def __init__(
@@ -647,19 +653,26 @@ class LSNPC(BaseEstimator):
                 # on; on the training rows its memorised probabilities predict fewer labels than on unseen rows.
                 # Rule 39: so is the output of a given encoder
                 unseen = guard.blend == 0.0 or given_encoder
+                X_on, p_on, _, corrected_on = (triple[0], triple[2], None, None) if unseen else training
                 return self._lowest_threshold_within_count(
-                    guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
+                    guard, triple[1], self._guarded(X_on, p_on, guard.blend, corrected_on),
                     whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
                     standard_errors=COUNT_STANDARD_ERRORS)
         elif not labels and not clean:  # rule 30d
+            X_all, p_all, _, corrected_all = training
+            output = self._guarded(X_all, p_all, guard.blend, corrected_all)
             # rule 41: with a given encoder no unseen row is left to count on, so the threshold starts higher
-            return self._lowest_threshold_within_count(
-                guard, training[1], training, whose="the base model expects there",
+            decided = self._lowest_threshold_within_count(
+                guard, p_all, output, whose="the base model expects there",
                 why="no label of any kind to choose it by F1" + (
                     " (a given encoder: counted on the training rows it was trained on)" if given_encoder else ""),
                 growth=NO_LABELS_THRESHOLD_GROWTH,
                 floor=GIVEN_ENCODER_NO_LABELS_FLOOR if given_encoder else NOISY_THRESHOLD_FLOOR)
+            if given_encoder:  # rule 43 was chosen and confirmed with LSNPC's own encoder only
+                return decided
+            own = rare_label_thresholds(output, p_all, decided.threshold, growth=NO_LABELS_THRESHOLD_GROWTH)
+            return replace(decided, label_thresholds=own or None)
         else:
             what = "the noisy labels" if labels else "a clean set"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
@@ -699,22 +712,19 @@ class LSNPC(BaseEstimator):
         return replace(guard, threshold=threshold, threshold_loss_support=support, threshold_reason=reason)
 
     def _lowest_threshold_within_count(
-        self, guard: GuardDecision, reference: np.ndarray,
-        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], *, whose: str, why: str,
+        self, guard: GuardDecision, reference: np.ndarray, output: np.ndarray, *, whose: str, why: str,
         growth: float | None = None, standard_errors: float = 0.0, on: str = "the training rows",
         floor: float = NOISY_THRESHOLD_FLOOR,
     ) -> GuardDecision:
         """Rules 30, 30d, 36, 37, 39 and 41, where no label can choose the threshold by F1: the lowest from
-        ``floor`` of :func:`thresholds_within_label_count` for the output on the rows of ``training`` (X, base
-        probabilities, _, their correction when fit has it): all the training rows, or beside a small triple
-        where the guard handed the base model back (rule 37) or the encoder was given (rule 39), the triple's
-        rows (``on`` names them in the reason). The count is ``reference`` (m, L): the clean labels of a
+        ``floor`` of :func:`thresholds_within_label_count` for ``output`` (m, L), what ``predict_proba`` returns
+        with ``guard``'s blend on the rows counted: all the training rows, or beside a small triple where the
+        guard handed the base model back (rule 37) or the encoder was given (rule 39), the triple's rows
+        (``on`` names them in the reason). The count is ``reference`` (m, L): the clean labels of a
         validation triple of fewer than ``MIN_VAL_ROWS`` rows, their mean count a row give or take
         ``standard_errors`` standard errors (rules 30 and 36), or without any label the base model's
         probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule 30d).
         ``whose`` names that count in the reason, after ``why``."""
-        X_all, p_all, _, corrected_all = training
-        output = self._guarded(X_all, p_all, guard.blend, corrected_all)
         threshold = min(thresholds_within_label_count(output, reference, floor=floor, growth=growth,
                                                       standard_errors=standard_errors))
         count = f"{float(reference.sum(1).mean()):.2f}"
@@ -842,15 +852,26 @@ class LSNPC(BaseEstimator):
 
     @property
     def threshold_(self) -> float:
-        """The decision threshold of :meth:`predict`, chosen at fit (``guard_.threshold``)."""
+        """The decision threshold of :meth:`predict`, chosen at fit (``guard_.threshold``): every label's but
+        those with their own (``label_thresholds_``, rule 43)."""
         check_is_fitted(self, "model_")
         return self.guard_.threshold
 
+    @property
+    def label_thresholds_(self) -> np.ndarray:
+        """Each label's decision threshold in :meth:`predict`, (L,) float64: ``threshold_``, or for the labels
+        in ``guard_.label_thresholds`` (rule 43, without any label) their own, lower one."""
+        check_is_fitted(self, "model_")
+        out = np.full(self.n_labels_, self.guard_.threshold, dtype=np.float64)
+        for label, threshold in (self.guard_.label_thresholds or {}).items():
+            out[label] = threshold
+        return out
+
     def predict(self, X: Any, pred_probs: Any, threshold: float | None = None) -> np.ndarray:
-        """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold``; None: ``threshold_``,
-        the one chosen at fit."""
+        """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold`` for every label; None:
+        each label's threshold chosen at fit (``label_thresholds_``: ``threshold_``, or a rare label's own)."""
         if threshold is None:
-            threshold = self.threshold_
+            return (self.predict_proba(X, pred_probs) >= self.label_thresholds_).astype(np.int64)
         check_scalar(threshold, "threshold", low=0, high=1)
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
 
@@ -992,6 +1013,10 @@ class LSNPC(BaseEstimator):
             estimator.guard_ = GuardDecision.from_dict(fitted["guard_"])
         except ValueError as exc:
             raise ValueError(f"{saved.path} holds a corrupt guard decision: {exc}") from exc
+        outside = sorted(j for j in (estimator.guard_.label_thresholds or {}) if j >= estimator.n_labels_)
+        if outside:
+            raise ValueError(f"{saved.path} holds a corrupt guard decision: guard_.label_thresholds names label "
+                             f"{outside[0]}, but the model has {estimator.n_labels_} labels")
         estimator.model_ = model
         estimator.device_ = dev
         return estimator

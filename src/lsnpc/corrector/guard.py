@@ -209,6 +209,11 @@ NO_LABELS_THRESHOLD_GROWTH = 1.5
 # on rows it never saw, so a lower threshold adds fewer labels there than on new rows, and no unseen row is left to
 # count on (docs/quality.md, "A floor for a given encoder without any label")
 GIVEN_ENCODER_NO_LABELS_FLOOR = 0.425
+# rule 43: without any label and with LSNPC's own encoder, a label the output predicts on no training row at rule
+# 30d's threshold gets its own, from this floor up: the lowest at which the output predicts it on no more training
+# rows than the base model expects there, rarest first, while the labels a row stay within rule 30d's count
+# (:func:`rare_label_thresholds`; docs/quality.md, "Rare labels the output never predicts get their own threshold")
+RARE_LABEL_FLOOR = 0.35
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
            "val_chosen_micro_f1", "val_chosen_macro_f1")
@@ -286,6 +291,10 @@ class GuardDecision:
         the ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
+    label_thresholds : dict of int to float, or None
+        Labels (their column index) that ``LSNPC.predict`` decides at their own threshold, lower than
+        ``threshold`` (rule 43: without any label, with LSNPC's own encoder, labels the output predicts on no
+        training row at ``threshold``; :func:`rare_label_thresholds`). None: every label at ``threshold``.
     threshold_loss_support : float or None
         Where a validation triple (or, rules 28b and 29d, the held-out rows' noisy labels) chose: the share of
         bootstrap resamples in which the output at the best threshold below 0.5 lost micro- or macro-F1 to
@@ -319,6 +328,7 @@ class GuardDecision:
     threshold: float = 0.5
     threshold_reason: str | None = None
     threshold_loss_support: float | None = None
+    label_thresholds: Mapping[int, float] | None = field(default=None, hash=False)
 
     @property
     def base_weight(self) -> float:
@@ -331,6 +341,12 @@ class GuardDecision:
         line = self._output_summary()
         if self.threshold != 0.5:
             line += f"; labels predicted at probability >= {self.threshold:g} ({self.threshold_reason})"
+        if self.label_thresholds:
+            low = sorted(set(self.label_thresholds.values()))
+            span = f"{low[0]:g}" if len(low) == 1 else f"{low[0]:g} to {low[-1]:g}"
+            line += (f"; {len(self.label_thresholds)} label(s) the output predicts on no training row at "
+                     f"{self.threshold:g} at their own threshold ({span}), where it predicts each on no more "
+                     "training rows than the base model expects (rule 43)")
         return line
 
     def _output_summary(self) -> str:
@@ -373,6 +389,8 @@ class GuardDecision:
             out["loss_support"] = {str(w): s for w, s in self.loss_support.items()}
         if self.gain_interval_90 is not None:
             out["gain_interval_90"] = list(self.gain_interval_90)
+        if self.label_thresholds is not None:
+            out["label_thresholds"] = {str(j): t for j, t in self.label_thresholds.items()}
         return out
 
     @classmethod
@@ -428,6 +446,21 @@ class GuardDecision:
                     _fraction(share, f"guard_.loss_support[{weight!r}]")
                 for weight, share in support.items()
             }
+        own = values.get("label_thresholds")
+        if own is not None:
+            if not isinstance(own, Mapping):
+                raise ValueError(f"guard_.label_thresholds must map a label index to a threshold, got {own!r:.80}")
+            top = values.get("threshold", 0.5)
+            checked = {}
+            for key, value in own.items():
+                index = _label_index(key)
+                if index is None:
+                    raise ValueError(f"guard_.label_thresholds keys must be label indices >= 0, got {key!r}")
+                if not (_is_number(value) and 0.0 < value < top):
+                    raise ValueError(f"guard_.label_thresholds[{key!r}] must be a number in (0, threshold = {top:g}), "
+                                     f"got {value!r}")
+                checked[index] = float(value)
+            values["label_thresholds"] = checked
         return cls(**values)
 
 
@@ -445,6 +478,17 @@ def _untestable_because(n_val: int | None, n_positives: int | None, n_discordant
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _label_index(key: Any) -> int | None:
+    """A JSON key ("12") or int as the label index it names; None where it names none."""
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, int):
+        return key if key >= 0 else None
+    if isinstance(key, str) and key.isdigit() and key.isascii():
+        return int(key)
+    return None
 
 
 def _blend_key(key: Any) -> Any:
@@ -641,11 +685,54 @@ def thresholds_within_label_count(
     just below 0.5, floods rows with positives that a few dozen held-out rows cannot show (docs/quality.md,
     "Fewer held-out rows choose the threshold"); the growth limit catches the same flood where the count
     is loose (a base model whose flat probabilities expect many labels a row)."""
+    per_row = _row_count_limit(output, labels, growth, standard_errors)
+    return tuple(t for t in thresholds
+                 if t >= 0.5 or (t >= floor and float((output >= t).sum(1).mean()) <= per_row))
+
+
+def _row_count_limit(output: np.ndarray, labels: np.ndarray, growth: float | None, standard_errors: float) -> float:
+    """The labels a row :func:`thresholds_within_label_count` allows: :func:`label_count_limit` of ``labels``,
+    and with ``growth`` no more than that many times ``output``'s labels a row at 0.5."""
     per_row = label_count_limit(labels, standard_errors)
     if growth is not None:
         per_row = min(per_row, growth * float((output >= 0.5).sum(1).mean()))
-    return tuple(t for t in thresholds
-                 if t >= 0.5 or (t >= floor and float((output >= t).sum(1).mean()) <= per_row))
+    return per_row
+
+
+def rare_label_thresholds(
+    output: np.ndarray, base: np.ndarray, threshold: float, *, growth: float | None,
+    floor: float = RARE_LABEL_FLOOR, thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
+) -> dict[int, float]:
+    """Rule 43: the labels that get their own threshold below ``threshold`` where no label chose it (rule 30d).
+
+    output (n, L): what ``predict_proba`` returns on the n training rows; base (n, L): the base model's
+    probabilities there, whose column sums are its expected count of each label; ``threshold``: rule 30d's.
+    Only labels the output predicts on no training row at ``threshold`` are visited (they score 0 in
+    macro-F1 wherever they occur), rarest first by that expected count (ties: lower index first). Each gets
+    the lowest of ``thresholds`` from ``floor`` up, below ``threshold``, at which the output predicts it on no
+    more training rows than the base model expects, if there is one (possibly on none: rows it never saw may
+    reach it); it keeps it only while the labels a row,
+    every label at its threshold, stay within rule 30d's count (the base model's expected labels a row, and
+    with ``growth`` that many times the output's labels a row at 0.5). The first label that would break the
+    count ends the visit. Returns {label index: its threshold} for the labels lowered (empty: none).
+    """
+    n = len(output)
+    limit = _row_count_limit(output, base, growth, 0.0)
+    counts = (output >= threshold).sum(0)
+    expected = base.sum(0)
+    total = float(counts.sum())
+    own: dict[int, float] = {}
+    for j in sorted(np.flatnonzero(counts == 0).tolist(), key=lambda j: (float(expected[j]), j)):
+        fits = [t for t in thresholds if floor <= t < threshold and int((output[:, j] >= t).sum()) <= expected[j]]
+        if not fits:
+            continue
+        lowest = min(fits)
+        added = int((output[:, j] >= lowest).sum())
+        if (total + added) / n > limit + 1e-12:
+            break
+        total += added
+        own[j] = lowest  # also where it adds no training row: unseen rows may still reach it
+    return own
 
 
 def label_count_limit(labels: np.ndarray, standard_errors: float = 0.0) -> float:

@@ -245,9 +245,10 @@ def _run_processor(
         selection = str(getattr(processor, "selection_", "none (no model selection)"))
         history = getattr(processor, "history_", None)
     predict_s = time.perf_counter() - start
-    # labels as the processor's predict decides them: LSNPC's fitted decision threshold (rule 26), else 0.5
+    # labels as the processor's predict decides them: LSNPC's fitted decision threshold (rule 26) and the rare
+    # labels' own (rule 43), else 0.5
     threshold = float(getattr(processor, "threshold_", 0.5))
-    metrics = evaluate(data.Y_clean["test"], corrected, threshold=threshold)
+    metrics = evaluate(data.Y_clean["test"], corrected, threshold=getattr(processor, "label_thresholds_", threshold))
     row: dict[str, Any] = {
         **run.flat(),
         **{k: float(v) for k, v in metrics.items()},
