@@ -153,7 +153,8 @@ def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     assert json.loads(as_json.stdout)["threshold"] == threshold
     own = LSNPC.load(model).guard_.label_thresholds or {}  # rule 43's rare labels, by their column names
     assert json.loads(as_json.stdout)["label_thresholds"] == {columns[j]: t for j, t in own.items()}
-    assert set(own) == {3} and f"1 rare label(s) at their own, lower one (rule 43): fish at {own[3]:g}" in result.stdout
+    assert set(own) == {3}
+    assert f"1 rare label(s) at their own, lower one (rules 43 and 44): fish at {own[3]:g}" in result.stdout
     corrected = pd.read_csv(tmp_path / "P.corrected.csv")
     assert list(corrected.columns) == columns and corrected.shape == P.shape
     assert corrected.to_numpy().min() >= 0 and corrected.to_numpy().max() <= 1

@@ -669,7 +669,7 @@ def test_without_any_label_a_label_never_predicted_gets_its_own_threshold(tmp_pa
     its own, lower one (guard.rare_label_thresholds on what predict_proba returns on the training rows): predict
     applies it, the summary says so, and it is saved with the model. Not with the noisy labels, nor beside a
     validation triple, nor with a given encoder."""
-    from lsnpc.corrector.guard import NO_LABELS_THRESHOLD_GROWTH, rare_label_thresholds
+    from lsnpc.corrector.guard import NO_LABELS_THRESHOLD_GROWTH, rare_label_thresholds, row_count_limit
 
     problem = make_noisy_problem(500, 0.15)
     X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
@@ -679,7 +679,9 @@ def test_without_any_label_a_label_never_predicted_gets_its_own_threshold(tmp_pa
     training = model.predict_proba(X[:300], P[:300])
     assert not (training[:, 3] >= model.threshold_).any()  # never predicted at the threshold
     own = model.guard_.label_thresholds
-    assert own == rare_label_thresholds(training, P[:300], model.threshold_, growth=NO_LABELS_THRESHOLD_GROWTH)
+    assert own == rare_label_thresholds(
+        training, P[:300], model.threshold_,
+        limit=row_count_limit(training, P[:300], growth=NO_LABELS_THRESHOLD_GROWTH))
     assert set(own) == {3} and own[3] < model.threshold_
     assert (training[:, 3] >= own[3]).sum() <= P[:300, 3].sum()  # no more rows than the base model expects
     expected = np.full(4, model.threshold_)
@@ -692,7 +694,7 @@ def test_without_any_label_a_label_never_predicted_gets_its_own_threshold(tmp_pa
     np.testing.assert_array_equal(model.predict(X[300:], P[300:], threshold=0.5), probs >= 0.5)  # one for all
     assert micro_f1(Y[300:], probs, model.label_thresholds_) == micro_f1(Y[300:], labels)
     assert f"1 label(s) the output predicts on no training row at {model.threshold_:g}" in model.guard_.summary()
-    assert "rule 43" in model.guard_.summary()
+    assert "within the count that set it (rules 43 and 44)" in model.guard_.summary()
     model.save(tmp_path / "model")
     loaded = LSNPC.load(tmp_path / "model")
     assert loaded.guard_.label_thresholds == own
@@ -708,6 +710,40 @@ def test_without_any_label_a_label_never_predicted_gets_its_own_threshold(tmp_pa
     trunk = _noisy_base(X, Y, 0.0, epochs=20).trunk_
     given = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300])
     assert not (given.predict_proba(X[:300], P[:300])[:, 3] >= given.threshold_).any()
+    assert given.guard_.label_thresholds is None
+
+
+def test_beside_a_small_triple_a_label_never_predicted_gets_its_own_threshold() -> None:
+    """Rule 44: beside a validation triple of fewer than 20 rows, where the guard kept LSNPC's own output (rule
+    30 counted it on the training rows), rule 43's rare labels get their own threshold within the triple's
+    count a row (give or take half a standard error, rule 36). Not for the base model handed back, nor for a
+    given encoder: both are counted on the triple's rows (rules 37 and 39)."""
+    from lsnpc.corrector.guard import rare_label_thresholds, row_count_limit
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
+    P[:, 3] *= 0.25  # as in rule 43's test: label 3 stays below the threshold the frequent labels leave
+    P[:, :3] = np.clip(P[:, :3] + 0.05, 0, 1)
+    small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], **small)
+    assert 0 < model.guard_.blend and "15 validation rows, fewer than 20" in model.guard_.threshold_reason
+    training = model.predict_proba(X[:300], P[:300])
+    assert not (training[:, 3] >= model.threshold_).any()
+    limit = row_count_limit(training, Y[400:415], standard_errors=COUNT_STANDARD_ERRORS)
+    own = model.guard_.label_thresholds
+    assert own == rare_label_thresholds(training, P[:300], model.threshold_, limit=limit)
+    assert set(own) == {3} and own[3] < model.threshold_
+    thresholds = model.label_thresholds_
+    assert (training >= thresholds).sum(1).mean() <= limit  # within the triple's count
+    probs = model.predict_proba(X[300:400], P[300:400])
+    np.testing.assert_array_equal(model.predict(X[300:400], P[300:400]), probs >= thresholds)
+    # the base model handed back (a weight given): counted on the triple's rows, no label of its own
+    handed_back = LSNPC(random_state=0, guard_base_weight=1.0, **FAST).fit(X[:300], P[:300], **small)
+    assert handed_back.guard_.blend == 0 and "on the validation rows" in handed_back.guard_.threshold_reason
+    assert not (P[:300, 3] >= handed_back.threshold_).any() and handed_back.guard_.label_thresholds is None
+    trunk = _noisy_base(X, Y, 0.0, epochs=20).trunk_
+    given = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300], **small)
+    assert given.guard_.blend > 0 and "on the validation rows" in given.guard_.threshold_reason
     assert given.guard_.label_thresholds is None
 
 

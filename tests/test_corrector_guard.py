@@ -30,6 +30,7 @@ from lsnpc.corrector.guard import (
     f1_from_counts,
     label_count_limit,
     rare_label_thresholds,
+    row_count_limit,
     thresholds_within_label_count,
 )
 
@@ -519,17 +520,20 @@ def test_rare_labels_never_predicted_get_their_own_threshold_within_the_count() 
     base = np.tile(expected / n, (n, 1))  # 1.3 labels a row
     # rarest first: label 3 (adds no row, still lowered: unseen rows may reach it), 1 (2 rows at the floor),
     # 2 (8 rows at 0.35 and 0.375 are more than its 5 expected: 0.4, 4 rows); 11 labels on 10 rows <= 1.3 a row
-    assert rare_label_thresholds(output, base, 0.5, growth=None) == {3: 0.35, 1: 0.35, 2: 0.4}
-    assert rare_label_thresholds(output, base, 0.5, growth=None, floor=0.4) == {3: 0.4, 1: 0.4, 2: 0.4}
+    count = row_count_limit(output, base)  # rule 30d's count without its growth limit: 1.3 labels a row
+    assert count == pytest.approx(1.3)
+    assert rare_label_thresholds(output, base, 0.5, limit=count) == {3: 0.35, 1: 0.35, 2: 0.4}
+    assert rare_label_thresholds(output, base, 0.5, limit=count, floor=0.4) == {3: 0.4, 1: 0.4, 2: 0.4}
     # the count binds: with label 0 expected on 2.5 rows the base model expects 1.05 labels a row, and label 2's
     # 4 rows would make 1.1; with a growth limit of 1 (0.5 labels a row at 0.5) label 1's 2 rows end the visit
     tighter = base.copy()
     tighter[:, 0] = 0.25
-    assert rare_label_thresholds(output, tighter, 0.5, growth=None) == {3: 0.35, 1: 0.35}
-    assert rare_label_thresholds(output, base, 0.5, growth=1.0) == {3: 0.35}
+    assert rare_label_thresholds(output, tighter, 0.5, limit=row_count_limit(output, tighter)) == {3: 0.35, 1: 0.35}
+    assert row_count_limit(output, base, growth=1.0) == 0.5
+    assert rare_label_thresholds(output, base, 0.5, limit=row_count_limit(output, base, growth=1.0)) == {3: 0.35}
     # below a threshold at the floor there is nothing lower; at 0.4 labels 1 and 2 are predicted, so keep it
-    assert rare_label_thresholds(output, base, 0.35, growth=None) == {}
-    assert rare_label_thresholds(output, base, 0.4, growth=None) == {3: 0.35}
+    assert rare_label_thresholds(output, base, 0.35, limit=count) == {}
+    assert rare_label_thresholds(output, base, 0.4, limit=count) == {3: 0.35}
 
 
 def test_a_small_triples_count_gives_way_by_its_standard_error() -> None:

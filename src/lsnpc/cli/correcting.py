@@ -238,7 +238,8 @@ def correct(
     own = sorted((corrector.guard_.label_thresholds or {}).items())
     if own:
         named = ", ".join(f"{columns[j] if columns else j} at {t:g}" for j, t in own[:5])
-        line += f"; {len(own)} rare label(s) at their own, lower one (rule 43): {named}" + (", ..." * (len(own) > 5))
+        more = ", ..." if len(own) > 5 else ""
+        line += f"; {len(own)} rare label(s) at their own, lower one (rules 43 and 44): {named}{more}"
     _console().print(line)
 
 

@@ -61,6 +61,7 @@ from .guard import (
     decide_without_validation,
     label_count_limit,
     rare_label_thresholds,
+    row_count_limit,
     thresholds_within_label_count,
 )
 from .inference import predict_corrected
@@ -194,17 +195,17 @@ class LSNPC(BaseEstimator):
         those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
         enough to count, give or take half a standard error of that mean (rule 36; where the guard handed the
         base model back, its labels a row are counted on the triple's rows, not on the training rows it was
-        trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on the training
-        rows as the base model's trunk was: rule 39); and without any label (no triple, clean set or
-        ``labels``), the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean over
-        rows) as the count, where the output also predicts at most 1.5 times its labels a row at 0.5 (rule
-        30d; from 0.425 instead of 0.35 with a given ``encoder``, whose output is sharper on the training rows
-        it memorised than on new rows: rule 41; with LSNPC's own encoder, a label the output predicts on no
-        training row there gets its own threshold from 0.35 up, the lowest at which the output predicts it on
-        no more training rows than the base model expects, rarest first while the labels a row stay within
-        that count: rule 43, ``label_thresholds_``). 0.5 everywhere else (fewer held-out rows, the noisy labels
-        where they did not choose the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost
-        there. A number given is used as it is.
+        trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on the training rows as
+        the base model's trunk was: rule 39; with LSNPC's own encoder counted on the training rows, rule 43's rare
+        labels below get their own threshold within the triple's count: rule 44); and without any label (no triple,
+        clean set or ``labels``), the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean
+        over rows) as the count, where the output also predicts at most 1.5 times its labels a row at 0.5 (rule 30d;
+        from 0.425 instead of 0.35 with a given ``encoder``, whose output is sharper on the training rows it memorised
+        than on new rows: rule 41; with LSNPC's own encoder, a label the output predicts on no training row there gets
+        its own threshold from 0.35 up, the lowest at which the output predicts it on no more training rows than the
+        base model expects, rarest first while the labels a row stay within that count: rule 43, ``label_thresholds_``).
+        0.5 everywhere else (fewer held-out rows, the noisy labels where they did not choose the epoch, a clean set
+        alone) and with ``guard=False``: lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -252,7 +253,7 @@ class LSNPC(BaseEstimator):
     threshold_ : float            the decision threshold of ``predict`` (``guard_.threshold``; why:
                                   ``guard_.threshold_reason``)
     label_thresholds_ : ndarray (L,)  each label's threshold in ``predict``: ``threshold_``, or lower for the
-                                  rare labels of ``guard_.label_thresholds`` (rule 43)
+                                  rare labels of ``guard_.label_thresholds`` (rules 43 and 44)
     """
 
     def __init__(
@@ -654,11 +655,18 @@ class LSNPC(BaseEstimator):
                 # Rule 39: so is the output of a given encoder
                 unseen = guard.blend == 0.0 or given_encoder
                 X_on, p_on, _, corrected_on = (triple[0], triple[2], None, None) if unseen else training
-                return self._lowest_threshold_within_count(
-                    guard, triple[1], self._guarded(X_on, p_on, guard.blend, corrected_on),
+                output = self._guarded(X_on, p_on, guard.blend, corrected_on)
+                decided = self._lowest_threshold_within_count(
+                    guard, triple[1], output,
                     whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
                     standard_errors=COUNT_STANDARD_ERRORS)
+                if unseen:  # rule 44 counts the training rows, with LSNPC's own encoder
+                    return decided
+                # rule 44: rule 43's rare labels, within the triple's count
+                limit = row_count_limit(output, triple[1], standard_errors=COUNT_STANDARD_ERRORS)
+                own = rare_label_thresholds(output, p_on, decided.threshold, limit=limit)
+                return replace(decided, label_thresholds=own or None)
         elif not labels and not clean:  # rule 30d
             X_all, p_all, _, corrected_all = training
             output = self._guarded(X_all, p_all, guard.blend, corrected_all)
@@ -671,7 +679,8 @@ class LSNPC(BaseEstimator):
                 floor=GIVEN_ENCODER_NO_LABELS_FLOOR if given_encoder else NOISY_THRESHOLD_FLOOR)
             if given_encoder:  # rule 43 was chosen and confirmed with LSNPC's own encoder only
                 return decided
-            own = rare_label_thresholds(output, p_all, decided.threshold, growth=NO_LABELS_THRESHOLD_GROWTH)
+            limit = row_count_limit(output, p_all, growth=NO_LABELS_THRESHOLD_GROWTH)
+            own = rare_label_thresholds(output, p_all, decided.threshold, limit=limit)
             return replace(decided, label_thresholds=own or None)
         else:
             what = "the noisy labels" if labels else "a clean set"
@@ -853,14 +862,15 @@ class LSNPC(BaseEstimator):
     @property
     def threshold_(self) -> float:
         """The decision threshold of :meth:`predict`, chosen at fit (``guard_.threshold``): every label's but
-        those with their own (``label_thresholds_``, rule 43)."""
+        those with their own (``label_thresholds_``, rules 43 and 44)."""
         check_is_fitted(self, "model_")
         return self.guard_.threshold
 
     @property
     def label_thresholds_(self) -> np.ndarray:
         """Each label's decision threshold in :meth:`predict`, (L,) float64: ``threshold_``, or for the labels
-        in ``guard_.label_thresholds`` (rule 43, without any label) their own, lower one."""
+        in ``guard_.label_thresholds`` (rules 43 and 44, where a label count set the threshold) their own, lower
+        one."""
         check_is_fitted(self, "model_")
         out = np.full(self.n_labels_, self.guard_.threshold, dtype=np.float64)
         for label, threshold in (self.guard_.label_thresholds or {}).items():

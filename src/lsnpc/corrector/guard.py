@@ -212,7 +212,9 @@ GIVEN_ENCODER_NO_LABELS_FLOOR = 0.425
 # rule 43: without any label and with LSNPC's own encoder, a label the output predicts on no training row at rule
 # 30d's threshold gets its own, from this floor up: the lowest at which the output predicts it on no more training
 # rows than the base model expects there, rarest first, while the labels a row stay within rule 30d's count
-# (:func:`rare_label_thresholds`; docs/quality.md, "Rare labels the output never predicts get their own threshold")
+# (:func:`rare_label_thresholds`; docs/quality.md, "Rare labels the output never predicts get their own threshold");
+# rule 44: the same beside a validation triple of fewer than MIN_VAL_ROWS rows where rule 30 counted the output on
+# the training rows, within the triple's count
 RARE_LABEL_FLOOR = 0.35
 
 _SCORES = ("val_base_micro_f1", "val_base_macro_f1", "val_output_micro_f1", "val_output_macro_f1",
@@ -293,8 +295,9 @@ class GuardDecision:
         Where ``threshold`` came from, in words.
     label_thresholds : dict of int to float, or None
         Labels (their column index) that ``LSNPC.predict`` decides at their own threshold, lower than
-        ``threshold`` (rule 43: without any label, with LSNPC's own encoder, labels the output predicts on no
-        training row at ``threshold``; :func:`rare_label_thresholds`). None: every label at ``threshold``.
+        ``threshold``: with LSNPC's own encoder, labels the output predicts on no training row at ``threshold``
+        where a label count set it, without any label (rule 43) or beside a validation triple of fewer than
+        ``MIN_VAL_ROWS`` rows (rule 44); :func:`rare_label_thresholds`. None: every label at ``threshold``.
     threshold_loss_support : float or None
         Where a validation triple (or, rules 28b and 29d, the held-out rows' noisy labels) chose: the share of
         bootstrap resamples in which the output at the best threshold below 0.5 lost micro- or macro-F1 to
@@ -346,7 +349,7 @@ class GuardDecision:
             span = f"{low[0]:g}" if len(low) == 1 else f"{low[0]:g} to {low[-1]:g}"
             line += (f"; {len(self.label_thresholds)} label(s) the output predicts on no training row at "
                      f"{self.threshold:g} at their own threshold ({span}), where it predicts each on no more "
-                     "training rows than the base model expects (rule 43)")
+                     "training rows than the base model expects, within the count that set it (rules 43 and 44)")
         return line
 
     def _output_summary(self) -> str:
@@ -685,14 +688,15 @@ def thresholds_within_label_count(
     just below 0.5, floods rows with positives that a few dozen held-out rows cannot show (docs/quality.md,
     "Fewer held-out rows choose the threshold"); the growth limit catches the same flood where the count
     is loose (a base model whose flat probabilities expect many labels a row)."""
-    per_row = _row_count_limit(output, labels, growth, standard_errors)
+    per_row = row_count_limit(output, labels, growth=growth, standard_errors=standard_errors)
     return tuple(t for t in thresholds
                  if t >= 0.5 or (t >= floor and float((output >= t).sum(1).mean()) <= per_row))
 
 
-def _row_count_limit(output: np.ndarray, labels: np.ndarray, growth: float | None, standard_errors: float) -> float:
-    """The labels a row :func:`thresholds_within_label_count` allows: :func:`label_count_limit` of ``labels``,
-    and with ``growth`` no more than that many times ``output``'s labels a row at 0.5."""
+def row_count_limit(output: np.ndarray, labels: np.ndarray, *, growth: float | None = None,
+                    standard_errors: float = 0.0) -> float:
+    """The labels a row :func:`thresholds_within_label_count` allows ``output`` (n, L): :func:`label_count_limit`
+    of ``labels`` (m, L), and with ``growth`` no more than that many times ``output``'s labels a row at 0.5."""
     per_row = label_count_limit(labels, standard_errors)
     if growth is not None:
         per_row = min(per_row, growth * float((output >= 0.5).sum(1).mean()))
@@ -700,24 +704,24 @@ def _row_count_limit(output: np.ndarray, labels: np.ndarray, growth: float | Non
 
 
 def rare_label_thresholds(
-    output: np.ndarray, base: np.ndarray, threshold: float, *, growth: float | None,
+    output: np.ndarray, base: np.ndarray, threshold: float, *, limit: float,
     floor: float = RARE_LABEL_FLOOR, thresholds: tuple[float, ...] = DECISION_THRESHOLDS,
 ) -> dict[int, float]:
-    """Rule 43: the labels that get their own threshold below ``threshold`` where no label chose it (rule 30d).
+    """Rules 43 and 44: the labels that get their own threshold below ``threshold`` where no label chose it by F1.
 
     output (n, L): what ``predict_proba`` returns on the n training rows; base (n, L): the base model's
-    probabilities there, whose column sums are its expected count of each label; ``threshold``: rule 30d's.
+    probabilities there, whose column sums are its expected count of each label; ``threshold``: the one a
+    label count set (rule 30d without any label, rule 30 beside a small triple); ``limit``: the labels a row
+    that count allows (:func:`row_count_limit`).
     Only labels the output predicts on no training row at ``threshold`` are visited (they score 0 in
     macro-F1 wherever they occur), rarest first by that expected count (ties: lower index first). Each gets
     the lowest of ``thresholds`` from ``floor`` up, below ``threshold``, at which the output predicts it on no
     more training rows than the base model expects, if there is one (possibly on none: rows it never saw may
-    reach it); it keeps it only while the labels a row,
-    every label at its threshold, stay within rule 30d's count (the base model's expected labels a row, and
-    with ``growth`` that many times the output's labels a row at 0.5). The first label that would break the
-    count ends the visit. Returns {label index: its threshold} for the labels lowered (empty: none).
+    reach it), and keeps it only while the labels a row, every label at its threshold, stay within
+    ``limit``; the first label that would break it ends the visit. Returns {label index: its threshold} for
+    the labels lowered (empty: none).
     """
     n = len(output)
-    limit = _row_count_limit(output, base, growth, 0.0)
     counts = (output >= threshold).sum(0)
     expected = base.sum(0)
     total = float(counts.sum())
