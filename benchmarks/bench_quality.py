@@ -56,8 +56,8 @@ sets (goemotions) are encoded with MiniLM (`lsnpc.features`), cached under ``--f
 seeded pool of ``--text-pool`` training and test texts.
 
 LSNPC methods are scored as ``LSNPC.predict`` decides, at the fitted decision threshold ``threshold_``
-(rule 26; 0.5 for ``LSNPC.paper()``) and the rare labels' own (``label_thresholds_``, rule 43; their count is
-``own_thresholds``); each row also keeps the scores at 0.5 (``micro_at_half``,
+(rule 26; 0.5 for ``LSNPC.paper()``) and the rare labels' own (``label_thresholds_``, rules 43 and 44; their
+count is ``own_thresholds``); each row also keeps the scores at 0.5 (``micro_at_half``,
 ``macro_at_half``) and the threshold.
 
 Prints, per setting, the mean over seeds of test micro/macro-F1 (×100) and the change against the
@@ -264,7 +264,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, meth
         # scored as predict() decides: at the fitted decision threshold (rule 26; seeds3: the fits' mean); the
         # scores at 0.5 are kept beside them
         t = float(np.mean([c.threshold_ for c in fits]))
-        per_label = np.mean([c.label_thresholds_ for c in fits], axis=0)  # t, but a rare label's own (rule 43)
+        per_label = np.mean([c.label_thresholds_ for c in fits], axis=0)  # t, but a rare label's own (rules 43, 44)
         rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q, per_label), macro=macro_f1(Yt, Q, per_label),
                              seconds=seconds, own_thresholds=len(first.guard_.label_thresholds or {}),
                              base_weight=float(np.mean([c.guard_.base_weight for c in fits])),

@@ -117,10 +117,11 @@ def _check_threshold(threshold: Any, n_labels: int) -> float | np.ndarray:
     if per_label.shape != (n_labels,):
         raise ValueError(f"threshold must be a number or one per label, shape ({n_labels},), got shape "
                          f"{per_label.shape}")
-    if not np.all((per_label >= 0.0) & (per_label <= 1.0)):
+    if not np.isfinite(per_label).all():
+        raise ValueError("threshold must hold numbers in [0, 1] (one per label), got a NaN or infinity")
+    if per_label.min() < 0.0 or per_label.max() > 1.0:
         raise ValueError(f"threshold must hold numbers in [0, 1] (one per label), got {per_label.min():g} to "
-                         f"{per_label.max():g}" if np.isfinite(per_label).all() else
-                         "threshold must hold numbers in [0, 1] (one per label), got a NaN or infinity")
+                         f"{per_label.max():g}")
     return per_label
 
 

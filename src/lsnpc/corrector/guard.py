@@ -712,14 +712,13 @@ def rare_label_thresholds(
     output (n, L): what ``predict_proba`` returns on the n training rows; base (n, L): the base model's
     probabilities there, whose column sums are its expected count of each label; ``threshold``: the one a
     label count set (rule 30d without any label, rule 30 beside a small triple); ``limit``: the labels a row
-    that count allows (:func:`row_count_limit`).
-    Only labels the output predicts on no training row at ``threshold`` are visited (they score 0 in
-    macro-F1 wherever they occur), rarest first by that expected count (ties: lower index first). Each gets
-    the lowest of ``thresholds`` from ``floor`` up, below ``threshold``, at which the output predicts it on no
-    more training rows than the base model expects, if there is one (possibly on none: rows it never saw may
-    reach it), and keeps it only while the labels a row, every label at its threshold, stay within
-    ``limit``; the first label that would break it ends the visit. Returns {label index: its threshold} for
-    the labels lowered (empty: none).
+    that count allows (:func:`row_count_limit`). Only labels the output predicts on no training row at
+    ``threshold`` are visited (they score 0 in macro-F1 wherever they occur), rarest first by that expected
+    count (ties: lower index first). Each gets the lowest of ``thresholds`` from ``floor`` up, below
+    ``threshold``, at which the output predicts it on no more training rows than the base model expects, if
+    there is one (possibly on none: rows it never saw may reach it), and keeps it only while the labels a row,
+    every label at its threshold, stay within ``limit``; the first label that would break it ends the visit.
+    Returns {label index: its threshold} for the labels lowered (empty: none).
     """
     n = len(output)
     counts = (output >= threshold).sum(0)
