@@ -227,17 +227,17 @@ def correct(
     with _status(f"correcting {X.shape[0]} rows ..."):
         corrected = corrector.predict_proba(X, P)
     write_array(target, corrected, columns=columns)
+    # the rare labels with their own threshold (rules 43 and 44), by column name where --probs has them
+    own = {columns[j] if columns else str(j): t for j, t in sorted((corrector.guard_.label_thresholds or {}).items())}
     if as_json:
         _print_json({"out": str(target), "shape": list(corrected.shape), "model": str(model),
                      "guard_blend": corrector.guard_.blend, "threshold": corrector.threshold_,
-                     "label_thresholds": {columns[j] if columns else str(j): t
-                                          for j, t in (corrector.guard_.label_thresholds or {}).items()}})
+                     "label_thresholds": own})
         return
     line = (f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}; the model "
             f"predicts a label at probability >= {corrector.threshold_:g}")
-    own = sorted((corrector.guard_.label_thresholds or {}).items())
     if own:
-        named = ", ".join(f"{columns[j] if columns else j} at {t:g}" for j, t in own[:5])
+        named = ", ".join(f"{name} at {t:g}" for name, t in list(own.items())[:5])
         more = ", ..." if len(own) > 5 else ""
         line += f"; {len(own)} rare label(s) at their own, lower one (rules 43 and 44): {named}{more}"
     _console().print(line)

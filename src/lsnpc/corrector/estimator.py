@@ -654,34 +654,22 @@ class LSNPC(BaseEstimator):
                 # on; on the training rows its memorised probabilities predict fewer labels than on unseen rows.
                 # Rule 39: so is the output of a given encoder
                 unseen = guard.blend == 0.0 or given_encoder
-                X_on, p_on, _, corrected_on = (triple[0], triple[2], None, None) if unseen else training
-                output = self._guarded(X_on, p_on, guard.blend, corrected_on)
-                decided = self._lowest_threshold_within_count(
-                    guard, triple[1], output,
+                # rule 44: rule 43's rare labels too, counted on the training rows (LSNPC's own encoder)
+                return self._lowest_threshold_within_count(
+                    guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
                     whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                     why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
-                    standard_errors=COUNT_STANDARD_ERRORS)
-                if unseen:  # rule 44 counts the training rows, with LSNPC's own encoder
-                    return decided
-                # rule 44: rule 43's rare labels, within the triple's count
-                limit = row_count_limit(output, triple[1], standard_errors=COUNT_STANDARD_ERRORS)
-                own = rare_label_thresholds(output, p_on, decided.threshold, limit=limit)
-                return replace(decided, label_thresholds=own or None)
+                    standard_errors=COUNT_STANDARD_ERRORS, rare_labels=not unseen)
         elif not labels and not clean:  # rule 30d
-            X_all, p_all, _, corrected_all = training
-            output = self._guarded(X_all, p_all, guard.blend, corrected_all)
-            # rule 41: with a given encoder no unseen row is left to count on, so the threshold starts higher
-            decided = self._lowest_threshold_within_count(
-                guard, p_all, output, whose="the base model expects there",
+            # rule 41: with a given encoder no unseen row is left to count on, so the threshold starts higher;
+            # rule 43 was chosen and confirmed with LSNPC's own encoder only
+            return self._lowest_threshold_within_count(
+                guard, training[1], training, whose="the base model expects there",
                 why="no label of any kind to choose it by F1" + (
                     " (a given encoder: counted on the training rows it was trained on)" if given_encoder else ""),
                 growth=NO_LABELS_THRESHOLD_GROWTH,
-                floor=GIVEN_ENCODER_NO_LABELS_FLOOR if given_encoder else NOISY_THRESHOLD_FLOOR)
-            if given_encoder:  # rule 43 was chosen and confirmed with LSNPC's own encoder only
-                return decided
-            limit = row_count_limit(output, p_all, growth=NO_LABELS_THRESHOLD_GROWTH)
-            own = rare_label_thresholds(output, p_all, decided.threshold, limit=limit)
-            return replace(decided, label_thresholds=own or None)
+                floor=GIVEN_ENCODER_NO_LABELS_FLOOR if given_encoder else NOISY_THRESHOLD_FLOOR,
+                rare_labels=not given_encoder)
         else:
             what = "the noisy labels" if labels else "a clean set"
             return replace(guard, threshold=0.5, threshold_reason=f"no validation triple ({what})")
@@ -721,19 +709,24 @@ class LSNPC(BaseEstimator):
         return replace(guard, threshold=threshold, threshold_loss_support=support, threshold_reason=reason)
 
     def _lowest_threshold_within_count(
-        self, guard: GuardDecision, reference: np.ndarray, output: np.ndarray, *, whose: str, why: str,
+        self, guard: GuardDecision, reference: np.ndarray,
+        training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], *, whose: str, why: str,
         growth: float | None = None, standard_errors: float = 0.0, on: str = "the training rows",
-        floor: float = NOISY_THRESHOLD_FLOOR,
+        floor: float = NOISY_THRESHOLD_FLOOR, rare_labels: bool = False,
     ) -> GuardDecision:
         """Rules 30, 30d, 36, 37, 39 and 41, where no label can choose the threshold by F1: the lowest from
-        ``floor`` of :func:`thresholds_within_label_count` for ``output`` (m, L), what ``predict_proba`` returns
-        with ``guard``'s blend on the rows counted: all the training rows, or beside a small triple where the
-        guard handed the base model back (rule 37) or the encoder was given (rule 39), the triple's rows
-        (``on`` names them in the reason). The count is ``reference`` (m, L): the clean labels of a
+        ``floor`` of :func:`thresholds_within_label_count` for the output on the rows of ``training`` (X, base
+        probabilities, _, their correction when fit has it): all the training rows, or beside a small triple
+        where the guard handed the base model back (rule 37) or the encoder was given (rule 39), the triple's
+        rows (``on`` names them in the reason). The count is ``reference`` (m, L): the clean labels of a
         validation triple of fewer than ``MIN_VAL_ROWS`` rows, their mean count a row give or take
         ``standard_errors`` standard errors (rules 30 and 36), or without any label the base model's
         probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule 30d).
-        ``whose`` names that count in the reason, after ``why``."""
+        ``whose`` names that count in the reason, after ``why``. With ``rare_labels``, the labels the output
+        predicts on none of those rows at that threshold get their own within the same count (rules 43 and 44,
+        :func:`rare_label_thresholds`, each capped by the base model's expected count there)."""
+        X_all, p_all, _, corrected_all = training
+        output = self._guarded(X_all, p_all, guard.blend, corrected_all)
         threshold = min(thresholds_within_label_count(output, reference, floor=floor, growth=growth,
                                                       standard_errors=standard_errors))
         count = f"{float(reference.sum(1).mean()):.2f}"
@@ -751,7 +744,11 @@ class LSNPC(BaseEstimator):
             reason = (f"{why}; below it, from {floor:g}, the output predicts more labels a row on "
                       f"{on} than {whose} ({count})")
             reason += at_half and " or than" + at_half
-        return replace(guard, threshold=threshold, threshold_reason=reason)
+        own = None
+        if rare_labels:
+            limit = row_count_limit(output, reference, growth=growth, standard_errors=standard_errors)
+            own = rare_label_thresholds(output, p_all, threshold, limit=limit) or None
+        return replace(guard, threshold=threshold, threshold_reason=reason, label_thresholds=own)
 
     def _no_label_base_weight(self, selection: str) -> float:
         """The guard's prior w where no clean label tests the output (``guard_base_weight``), given the

@@ -157,10 +157,10 @@ __all__ = [
     "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
     "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS",
     "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
-    "THRESHOLD_SPREAD",
+    "RARE_LABEL_FLOOR", "THRESHOLD_SPREAD",
     "GuardDecision", "base_density", "base_sharpness", "best_threshold", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "label_count_limit",
-    "thresholds_within_label_count",
+    "rare_label_thresholds", "row_count_limit", "thresholds_within_label_count",
 ]
 
 BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
