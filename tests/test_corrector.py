@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -410,20 +412,27 @@ def test_the_decision_threshold_is_chosen_on_the_held_out_noisy_labels() -> None
 
 
 def test_fewer_held_out_rows_choose_among_thresholds_within_the_label_count() -> None:
-    """Rule 29d: 20 to 39 held-out rows with noisy labels (no triple, or beside one of fewer than 20 rows,
-    which cannot choose) choose the threshold as rule 28b's 40 do, but only among those from 0.35 up at which
-    what predict_proba returns on the training rows predicts no more labels a row than their noisy labels
-    hold (:func:`thresholds_within_label_count`), as any number do beside a small triple; fewer than 20
-    held-out rows choose nothing (0.5)."""
+    """Rule 29d: 20 to 39 held-out rows with noisy labels (no triple, or beside one of fewer than 20 rows that
+    cannot count: here its labels hold no positive; rule 48) choose the threshold as rule 28b's 40 do, but only
+    among those from 0.35 up at which what predict_proba returns on the training rows predicts no more labels a
+    row than their noisy labels hold (:func:`thresholds_within_label_count`), as any number do beside such a
+    triple; fewer than 20 held-out rows choose nothing (0.5)."""
     from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, choose_threshold, thresholds_within_label_count
 
     problem = make_noisy_problem(500, 0.15)
     X, Y = problem["X"], problem["Y"]
     P = 0.5 * problem["P"]  # under-confident: the positives sit below 0.5
     labels = (Y + (np.random.default_rng(1).random(Y.shape) < 0.05)) % 2
-    small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
+    # a small triple whose labels hold no positive cannot count (rule 30 needs one); it is set aside with a warning
+    small = dict(X_val=X[400:415], y_val=np.zeros_like(Y[400:415]), pred_probs_val=P[400:415])
+
+    def fit(n: int, **fit_kwargs: Any) -> LSNPC:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "y_val has no positive label", UserWarning)
+            return LSNPC(random_state=0, **FAST).fit(X[:n], P[:n], labels=labels[:n], **fit_kwargs)
+
     for fit_kwargs, beside in ((dict(), ""), (small, "; beside 15 validation rows, too few to choose it")):
-        model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=labels[:300], **fit_kwargs)
+        model = fit(300, **fit_kwargs)
         rows = model._holdout_rows
         assert len(rows) == 30 and model.selection_.startswith("noisy_f1")
         allowed = thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), labels[:300],
@@ -445,8 +454,7 @@ def test_fewer_held_out_rows_choose_among_thresholds_within_the_label_count() ->
         np.testing.assert_array_equal(model.predict(X[415:], P[415:]), probs >= model.threshold_)
     # beside a small triple, 40 held-out rows or more choose within the same limits (the stricter choice; rule
     # 28b's whole grid was measured without a triple only)
-    model = LSNPC(random_state=0, **FAST).fit(X[:450], P[:450], labels=labels[:450],
-                                              X_val=X[450:465], y_val=Y[450:465], pred_probs_val=P[450:465])
+    model = fit(450, X_val=X[450:465], y_val=np.zeros_like(Y[450:465]), pred_probs_val=P[450:465])
     rows = model._holdout_rows
     assert len(rows) == 45
     allowed = thresholds_within_label_count(model.predict_proba(X[:450], P[:450]), labels[:450],
@@ -459,7 +467,7 @@ def test_fewer_held_out_rows_choose_among_thresholds_within_the_label_count() ->
         model.guard_.threshold_reason)
     # 190 rows hold out 19: too few to choose, with a small triple beside or not
     for fit_kwargs in (dict(), small):
-        few = LSNPC(random_state=0, **FAST).fit(X[:190], P[:190], labels=labels[:190], **fit_kwargs)
+        few = fit(190, **fit_kwargs)
         assert few.threshold_ == 0.5
         assert "fewer than 20: too few to choose it" in few.guard_.threshold_reason
         assert few.guard_.threshold_reason.startswith("19 held-out rows (noisy labels")
@@ -745,6 +753,44 @@ def test_beside_a_small_triple_a_label_never_predicted_gets_its_own_threshold() 
     given = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300], **small)
     assert given.guard_.blend > 0 and "on the validation rows" in given.guard_.threshold_reason
     assert given.guard_.label_thresholds is None
+
+
+def test_beside_the_noisy_labels_a_small_triple_still_counts() -> None:
+    """Rule 48: given the noisy labels and a validation triple of fewer than 20 rows with a positive, LSNPC's own
+    encoder, the noisy labels choose the epoch, but the triple's count sets the threshold as it does without them
+    (rules 30, 36 and 44: the lowest from 0.35 at which the output on the training rows predicts no more labels
+    a row than the triple's mean count and half a standard error, and rare labels their own within it), not the
+    held-out rows' noisy labels (rule 29d). With a given encoder the held-out rows still choose (rule 29d)."""
+    from lsnpc.corrector.guard import (
+        NOISY_THRESHOLD_FLOOR, rare_label_thresholds, row_count_limit, thresholds_within_label_count,
+    )
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
+    P[:, 3] *= 0.25  # as in rule 44's test: label 3 stays below the threshold the frequent labels leave
+    P[:, :3] = np.clip(P[:, :3] + 0.05, 0, 1)
+    labels = (Y + (np.random.default_rng(1).random(Y.shape) < 0.05)) % 2
+    small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=labels[:300], **small)
+    assert model.selection_.startswith("noisy_f1") and len(model._holdout_rows) == 30  # they chose the epoch
+    assert 0 < model.guard_.blend
+    reason = model.guard_.threshold_reason
+    assert reason.startswith("15 validation rows, fewer than 20: too few to choose it by F1")
+    assert "held-out" not in reason
+    training = model.predict_proba(X[:300], P[:300])
+    allowed = thresholds_within_label_count(training, Y[400:415], floor=NOISY_THRESHOLD_FLOOR,
+                                            standard_errors=COUNT_STANDARD_ERRORS)
+    assert model.threshold_ == min(allowed)
+    limit = row_count_limit(training, Y[400:415], standard_errors=COUNT_STANDARD_ERRORS)
+    own = model.guard_.label_thresholds
+    assert own and own == rare_label_thresholds(training, P[:300], model.threshold_, limit=limit)  # not in 29d
+    probs = model.predict_proba(X[300:400], P[300:400])
+    np.testing.assert_array_equal(model.predict(X[300:400], P[300:400]), probs >= model.label_thresholds_)
+    # a given encoder: measured without rule 48, the held-out rows still choose
+    trunk = _noisy_base(X, Y, 0.0, epochs=20).trunk_
+    given = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300], labels=labels[:300], **small)
+    assert given.guard_.threshold_reason.startswith("chosen on the 30 held-out rows (noisy labels; beside 15") or (
+        given.guard_.threshold_reason.startswith("0.5 scored best on the 30 held-out rows (noisy labels; beside 15"))
 
 
 def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> None:

@@ -187,14 +187,15 @@ class LSNPC(BaseEstimator):
         macro-F1 of the output, or the highest above it whose score falls short of the best's by at most a
         quarter of that shortfall's bootstrap standard deviation (rule 34), kept only if the output at it loses
         to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given
-        the noisy ``labels`` and no triple, or beside one of fewer than 20 rows, the same choice (without rule
-        34's spread) on the rows held out to choose the epoch, against their noisy labels: from 40 of them (400
-        training rows) without a triple among all those thresholds (rule 28b); otherwise from 20 (rule 29d)
-        among those from 0.35 up at which the output on the training rows predicts no more labels a row than
-        their noisy labels hold. Beside a triple of fewer than 20 rows without the noisy labels, the lowest of
-        those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by F1,
-        enough to count, give or take half a standard error of that mean (rule 36; where the guard handed the
-        base model back, its labels a row are counted on the triple's rows, not on the training rows it was
+        the noisy ``labels`` and no triple, or beside one of fewer than 20 rows that cannot count (no positive, or
+        a given ``encoder``), the same choice (without rule 34's spread) on the rows held out to choose the epoch,
+        against their noisy labels: from 40 of them (400 training rows) without a triple among all those
+        thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the output on the
+        training rows predicts no more labels a row than their noisy labels hold. Beside a triple of fewer than
+        20 rows with a positive, without the noisy labels or, with LSNPC's own encoder, with them (rule 48), the
+        lowest of those thresholds, with the triple's labels a row as the count (rule 30): too few rows to
+        choose by F1, enough to count, give or take half a standard error of that mean (rule 36; where the guard
+        handed the base model back, its labels a row are counted on the triple's rows, not on the training rows it was
         trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on the training rows as
         the base model's trunk was: rule 39; with LSNPC's own encoder counted on the training rows, rule 43's rare
         labels below get their own threshold within the triple's count: rule 44); and without any label (no triple,
@@ -554,10 +555,14 @@ class LSNPC(BaseEstimator):
         uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
         guard = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy, uninformed=uninformed)
         # the held-out rows and their noisy labels choose the threshold where no validation triple can: without
-        # one, or beside one of fewer than MIN_VAL_ROWS rows (rules 28b and 29d)
+        # one, or beside one of fewer than MIN_VAL_ROWS rows (rules 28b and 29d). Rule 48: beside such a triple
+        # with a positive, with LSNPC's own encoder, its count sets the threshold instead, as without labels=
+        # (rules 30, 36, 37 and 44; measured with LSNPC's own encoder only)
+        counted = (triple is not None and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1]))
+                   and not self._encoder_given)
         held_out = None
         if (result.selection == "noisy_f1" and result.holdout_rows is not None and self.guard_base_weight == "auto"
-                and (triple is None or len(triple[1]) < MIN_VAL_ROWS)):
+                and (triple is None or len(triple[1]) < MIN_VAL_ROWS) and not counted):
             rows = result.holdout_rows
             held_out = (Xa[rows], given[rows], P[rows])
         self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None,
@@ -624,8 +629,8 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39 and 41; see the
-        ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41 and 48;
+        see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
         ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
         no triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise): they choose it then, among all
@@ -679,7 +684,8 @@ class LSNPC(BaseEstimator):
         if len(y_rows) < MIN_VAL_ROWS:
             return replace(guard, threshold=0.5, threshold_reason=(
                 f"{len(y_rows)} {what}, fewer than {MIN_VAL_ROWS}: too few to choose it"))
-        # rule 29d: thin evidence (and, unmeasured, any number beside a small triple: the stricter choice)
+        # rule 29d: thin evidence (and, unmeasured, any number beside a small triple that cannot count, rule 48: the
+        # stricter choice)
         if held_out is not None and (len(y_rows) < NOISY_THRESHOLD_MIN_ROWS or triple is not None):
             X_all, p_all, y_all, corrected_all = training
             grid = thresholds_within_label_count(self._guarded(X_all, p_all, guard.blend, corrected_all), y_all,

@@ -124,15 +124,16 @@ docs/quality.md, "The decision threshold", says. Given the noisy labels and no t
 rows held out to choose the epoch and their noisy labels choose it the same way when they are at least
 ``NOISY_THRESHOLD_MIN_ROWS`` (rule 28b; docs/quality.md, "The held-out noisy labels choose the threshold").
 Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside a triple of fewer than
-``MIN_VAL_ROWS`` rows, among fewer thresholds (:func:`thresholds_within_label_count`): from
-:data:`NOISY_THRESHOLD_FLOOR` (0.35) up, and only where the output on the training rows predicts no more
-labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer held-out rows choose the
-threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows and without the noisy labels, no label
-chooses: the threshold is the lowest of those, the triple's clean labels a row standing for the count (rule
-30), with half a standard error of that 13-19-row mean as slack (rule 36, :data:`COUNT_STANDARD_ERRORS`;
-docs/quality.md, "A small triple's count, give or take its error"; where the guard handed the base model
-back, its labels a row are counted on the triple's rows, which it was not trained on, rule 37: "A base
-model handed back is counted on the rows it never saw"; so is the output of an encoder given to LSNPC, rule
+``MIN_VAL_ROWS`` rows that cannot count (no positive, or a given encoder: rule 48 below), among fewer thresholds
+(:func:`thresholds_within_label_count`): from :data:`NOISY_THRESHOLD_FLOOR` (0.35) up, and only where the output on
+the training rows predicts no more labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer
+held-out rows choose the threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows with a positive, and
+without the noisy labels or, with LSNPC's own encoder, with them (rule 48; docs/quality.md, "The small triple counts
+beside the noisy labels too"), no label chooses: the threshold is the lowest of those, the triple's clean labels a
+row standing for the count (rule 30), with half a standard error of that 13-19-row mean as slack (rule 36,
+:data:`COUNT_STANDARD_ERRORS`; docs/quality.md, "A small triple's count, give or take its error"; where the guard
+handed the base model back, its labels a row are counted on the triple's rows, which it was not trained on, rule 37:
+"A base model handed back is counted on the rows it never saw"; so is the output of an encoder given to LSNPC, rule
 39: "With the base model's trunk as the encoder"), and without any label the base model's expected
 count on the training rows does, where the output also predicts at most 1.5 times its labels a row at 0.5
 (rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label count"), from
@@ -193,8 +194,9 @@ THRESHOLD_SPREAD = 0.25
 NOISY_THRESHOLD_MIN_ROWS = 40
 # fewer held-out rows, but at least MIN_VAL_ROWS, choose it only among the thresholds of at least this at which the
 # output predicts no more labels a row than the noisy labels hold (rule 29d: :func:`thresholds_within_label_count`);
-# beside a validation triple of fewer than MIN_VAL_ROWS rows without the noisy labels, the lowest of those, counted
-# against the triple's labels (rule 30); without any label, against the base model's expected count (rule 30d)
+# beside a validation triple of fewer than MIN_VAL_ROWS rows, the lowest of those, counted against the triple's
+# labels (rule 30; with the noisy labels too since rule 48, LSNPC's own encoder); without any label, against the
+# base model's expected count (rule 30d)
 NOISY_THRESHOLD_FLOOR = 0.35
 # rule 36: beside a validation triple of fewer than MIN_VAL_ROWS rows (rule 30), the count a row is the triple's mean
 # plus this many standard errors of that mean: 13-19 rows estimate it loosely, and a threshold is refused only where
@@ -280,17 +282,17 @@ class GuardDecision:
     val_base_micro_f1 ... val_chosen_macro_f1 : float or None
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
-        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b,
-        29d, 30, 30d, 36, 37, 39 and 41): chosen (:func:`choose_threshold`) on a validation triple of at least 20
-        rows or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy
-        labels (fewer than 40, or beside a smaller triple: among :func:`thresholds_within_label_count`);
-        beside a smaller triple without the noisy labels, the lowest of :func:`thresholds_within_label_count`
-        against its labels, with :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack
-        (rules 30 and 36; a base model handed back, or the output of a given encoder, is counted on the
-        triple's rows, rules 37 and 39), and without any label against the base model's expected count and
-        1.5 times the output's labels a row at 0.5 (rule 30d; from :data:`GIVEN_ENCODER_NO_LABELS_FLOOR`
-        instead of :data:`NOISY_THRESHOLD_FLOOR` for the output of a given encoder, rule 41); 0.5 otherwise, or
-        the ``threshold`` given to LSNPC.
+        The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b, 29d, 30,
+        30d, 36, 37, 39, 41 and 48): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or,
+        given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than
+        40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`); beside a
+        smaller triple with a positive, without the noisy labels or with them and LSNPC's own encoder (rule 48), the
+        lowest of :func:`thresholds_within_label_count` against its labels, with :data:`COUNT_STANDARD_ERRORS`
+        standard errors of their mean count as slack (rules 30 and 36; a base model handed back, or the output of a
+        given encoder, is counted on the triple's rows, rules 37 and 39), and without any label against the base
+        model's expected count and 1.5 times the output's labels a row at 0.5 (rule 30d; from
+        :data:`GIVEN_ENCODER_NO_LABELS_FLOOR` instead of :data:`NOISY_THRESHOLD_FLOOR` for the output of a given
+        encoder, rule 41); 0.5 otherwise, or the ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     label_thresholds : dict of int to float, or None
