@@ -422,7 +422,8 @@ class LSNPC(BaseEstimator):
             held-out slice of the rows) and test the output against the guard's prior on the same rows
             (see ``guard_base_weight``), and they choose it beside a validation triple of fewer than 20 rows,
             which is then left to the guard alone (it can test nothing there either: the no-label rule
-            decides, with the noisy labels' prior). LSNPC never trains on them.
+            decides, with the noisy labels' prior) and, with a positive and LSNPC's own encoder, to the
+            threshold's label count (rule 48; see ``threshold``). LSNPC never trains on them.
         X_clean, y_clean, pred_probs_clean : arrays (n_c, d), (n_c, L) 0/1, (n_c, L), optional
             A small clean set: features, true labels and the base model's probabilities on it. Given, each
             epoch ends with a pass over it (semi-supervised LSNPC).
