@@ -411,6 +411,47 @@ def test_the_decision_threshold_is_chosen_on_the_held_out_noisy_labels() -> None
     np.testing.assert_array_equal(model.predict(X[400:], P[400:]), probs >= model.threshold_)
 
 
+def test_held_out_rows_a_given_encoder_memorised_choose_from_0_4() -> None:
+    """Rule 49: with a given encoder (here a memorising base MLP's trunk) the held-out rows' noisy labels choose
+    the threshold only from GIVEN_ENCODER_HELD_OUT_FLOOR (0.4) up: among 0.4-0.5 from 40 rows (rule 28b), and
+    among those within the noisy labels' count from 0.4 with fewer (rule 29d). The trunk was trained on those
+    rows too, and lower thresholds that look better on them bind here. LSNPC's own encoder keeps 0.2 and 0.35."""
+    from lsnpc.corrector.guard import (
+        DECISION_THRESHOLDS, GIVEN_ENCODER_HELD_OUT_FLOOR, NOISY_THRESHOLD_FLOOR, choose_threshold,
+        thresholds_within_label_count,
+    )
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y = problem["X"], problem["Y"]
+    P = 0.6 * problem["P"]  # under-confident: the positives sit below 0.5
+    labels = (Y + (np.random.default_rng(1).random(Y.shape) < 0.05)) % 2
+    trunk = _noisy_base(X, Y, 0.0, epochs=20).trunk_
+    assert GIVEN_ENCODER_HELD_OUT_FLOOR == 0.4
+    for n, expected_rows in ((400, 40), (300, 30)):
+        model = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:n], P[:n], labels=labels[:n])
+        rows = model._holdout_rows
+        assert len(rows) == expected_rows and model.selection_.startswith("noisy_f1")
+        guarded = model.predict_proba(X[rows], P[rows])
+        if n == 400:  # rule 28b's path
+            allowed = tuple(t for t in DECISION_THRESHOLDS if t >= GIVEN_ENCODER_HELD_OUT_FLOOR)
+            unrestricted = DECISION_THRESHOLDS
+        else:  # rule 29d's path
+            training = model.predict_proba(X[:n], P[:n])
+            allowed = thresholds_within_label_count(training, labels[:n], floor=GIVEN_ENCODER_HELD_OUT_FLOOR)
+            unrestricted = thresholds_within_label_count(training, labels[:n], floor=NOISY_THRESHOLD_FLOOR)
+        resamples = dict(confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
+        expected = choose_threshold(labels[rows], guarded, P[rows], thresholds=allowed, **resamples)
+        assert (model.threshold_, model.guard_.threshold_loss_support) == expected
+        assert GIVEN_ENCODER_HELD_OUT_FLOOR <= model.threshold_ <= 0.5
+        assert "from 0.4: a given encoder was trained on them" in model.guard_.threshold_reason
+        # the floor binds: without it these held-out rows would have chosen lower
+        whole = choose_threshold(labels[rows], guarded, P[rows], thresholds=unrestricted,
+                                 confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
+        assert whole[0] < GIVEN_ENCODER_HELD_OUT_FLOOR, (n, whole)
+        probs = model.predict_proba(X[n:], P[n:])
+        np.testing.assert_array_equal(model.predict(X[n:], P[n:]), probs >= model.threshold_)
+
+
 def test_fewer_held_out_rows_choose_among_thresholds_within_the_label_count() -> None:
     """Rule 29d: 20 to 39 held-out rows with noisy labels (no triple, or beside one of fewer than 20 rows that
     cannot count: here its labels hold no positive; rule 48) choose the threshold as rule 28b's 40 do, but only

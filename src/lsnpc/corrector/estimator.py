@@ -44,6 +44,7 @@ from .guard import (
     COUNT_STANDARD_ERRORS,
     DECISION_THRESHOLDS,
     GIVEN_ENCODER_BASE_WEIGHTS,
+    GIVEN_ENCODER_HELD_OUT_FLOOR,
     GIVEN_ENCODER_NO_LABELS_FLOOR,
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
@@ -191,7 +192,8 @@ class LSNPC(BaseEstimator):
         a given ``encoder``), the same choice (without rule 34's spread) on the rows held out to choose the epoch,
         against their noisy labels: from 40 of them (400 training rows) without a triple among all those
         thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the output on the
-        training rows predicts no more labels a row than their noisy labels hold. Beside a triple of fewer than
+        training rows predicts no more labels a row than their noisy labels hold (with a given ``encoder``,
+        which was trained on the held-out rows too, both only from 0.4: rule 49). Beside a triple of fewer than
         20 rows with a positive, without the noisy labels or, with LSNPC's own encoder, with them (rule 48), the
         lowest of those thresholds, with the triple's labels a row as the count (rule 30): too few rows to
         choose by F1, enough to count, give or take half a standard error of that mean (rule 36; where the guard
@@ -630,14 +632,15 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41 and 48;
-        see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41, 48 and
+        49; see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
         ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
         labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
         no triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise): they choose it then, among all
         of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise,
         from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on ``training`` (X, base
-        probabilities, noisy labels of all the training rows, and their correction when fit has it). The
+        probabilities, noisy labels of all the training rows, and their correction when fit has it); with a
+        given encoder only from ``GIVEN_ENCODER_HELD_OUT_FLOOR`` (rule 49). The
         output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
         bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
         ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rules 30, 36, 37 and
@@ -647,12 +650,16 @@ class LSNPC(BaseEstimator):
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
-        grid = DECISION_THRESHOLDS
-        given_encoder = self._encoder_given  # rules 39 and 41
+        grid, floor = DECISION_THRESHOLDS, NOISY_THRESHOLD_FLOOR
+        given_encoder = self._encoder_given  # rules 39, 41 and 49
         if held_out is not None:  # rules 28b and 29d: the held-out rows and their noisy labels, as rule 26's triple
             rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
             if triple is not None:
                 what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
+            if given_encoder:  # rule 49: a given encoder was trained on the held-out rows too
+                floor = max(floor, GIVEN_ENCODER_HELD_OUT_FLOOR)
+                grid = tuple(t for t in grid if t >= GIVEN_ENCODER_HELD_OUT_FLOOR)
+                what += f"; from {GIVEN_ENCODER_HELD_OUT_FLOOR:g}: a given encoder was trained on them"
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
             if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30, with rule 36's slack for so few rows
@@ -690,9 +697,9 @@ class LSNPC(BaseEstimator):
         if held_out is not None and (len(y_rows) < NOISY_THRESHOLD_MIN_ROWS or triple is not None):
             X_all, p_all, y_all, corrected_all = training
             grid = thresholds_within_label_count(self._guarded(X_all, p_all, guard.blend, corrected_all), y_all,
-                                                 floor=NOISY_THRESHOLD_FLOOR)
+                                                 floor=floor)
             why = f"fewer than {NOISY_THRESHOLD_MIN_ROWS}" if len(y_rows) < NOISY_THRESHOLD_MIN_ROWS else "beside it"
-            what += (f"; {why}: from {NOISY_THRESHOLD_FLOOR:g}, where the output predicts no more labels a row than "
+            what += (f"; {why}: from {floor:g}, where the output predicts no more labels a row than "
                      "the noisy labels hold")
         output = self._guarded(X_rows, p_rows, guard.blend)
         spread = THRESHOLD_SPREAD if held_out is None else 0.0  # rule 34: a clean triple's choice only

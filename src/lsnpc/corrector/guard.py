@@ -127,7 +127,9 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 ``MIN_VAL_ROWS`` rows that cannot count (no positive, or a given encoder: rule 48 below), among fewer thresholds
 (:func:`thresholds_within_label_count`): from :data:`NOISY_THRESHOLD_FLOOR` (0.35) up, and only where the output on
 the training rows predicts no more labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer
-held-out rows choose the threshold"). Beside a triple of fewer than ``MIN_VAL_ROWS`` rows with a positive, and
+held-out rows choose the threshold"). With a given encoder, which was trained on the held-out rows too, both choose
+only from :data:`GIVEN_ENCODER_HELD_OUT_FLOOR` (0.4) up (rule 49).
+Beside a triple of fewer than ``MIN_VAL_ROWS`` rows with a positive, and
 without the noisy labels or, with LSNPC's own encoder, with them (rule 48; docs/quality.md, "The small triple counts
 beside the noisy labels too"), no label chooses: the threshold is the lowest of those, the triple's clean labels a
 row standing for the count (rule 30), with half a standard error of that 13-19-row mean as slack (rule 36,
@@ -155,7 +157,7 @@ import numpy as np
 
 __all__ = [
     "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "GIVEN_ENCODER_BASE_WEIGHTS",
-    "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
+    "GIVEN_ENCODER_HELD_OUT_FLOOR", "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
     "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS",
     "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
     "RARE_LABEL_FLOOR", "THRESHOLD_SPREAD",
@@ -211,6 +213,11 @@ NO_LABELS_THRESHOLD_GROWTH = 1.5
 # on rows it never saw, so a lower threshold adds fewer labels there than on new rows, and no unseen row is left to
 # count on (docs/quality.md, "A floor for a given encoder without any label")
 GIVEN_ENCODER_NO_LABELS_FLOOR = 0.425
+# rule 49: with a given encoder, the held-out rows' noisy labels (rules 28b and 29d) choose only among thresholds from
+# this up: the encoder was trained on those rows too, and the output there is sharper than on new rows, so a lower
+# threshold looks better on them than it is (docs/quality.md, "Held-out rows a given encoder memorised choose from
+# 0.4")
+GIVEN_ENCODER_HELD_OUT_FLOOR = 0.4
 # rule 43: without any label and with LSNPC's own encoder, a label the output predicts on no training row at rule
 # 30d's threshold gets its own, from this floor up: the lowest at which the output predicts it on no more training
 # rows than the base model expects there, rarest first, while the labels a row stay within rule 30d's count
@@ -285,7 +292,8 @@ class GuardDecision:
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b, 29d, 30,
         30d, 36, 37, 39, 41 and 48): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or,
         given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than
-        40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`); beside a
+        40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`; with a given
+        encoder from :data:`GIVEN_ENCODER_HELD_OUT_FLOOR`, rule 49); beside a
         smaller triple with a positive, without the noisy labels or with them and LSNPC's own encoder (rule 48), the
         lowest of :func:`thresholds_within_label_count` against its labels, with :data:`COUNT_STANDARD_ERRORS`
         standard errors of their mean count as slack (rules 30 and 36; a base model handed back, or the output of a
