@@ -128,17 +128,16 @@ Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside
 (:func:`thresholds_within_label_count`): from :data:`NOISY_THRESHOLD_FLOOR` (0.35) up, and only where the output on
 the training rows predicts no more labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer
 held-out rows choose the threshold"). With a given encoder, which was trained on the held-out rows too, both choose
-only from :data:`GIVEN_ENCODER_HELD_OUT_FLOOR` (0.4) up (rule 49).
-Beside a triple of fewer than ``MIN_VAL_ROWS`` rows with a positive, and
-without the noisy labels or, with LSNPC's own encoder, with them (rule 48; docs/quality.md, "The small triple counts
-beside the noisy labels too"), no label chooses: the threshold is the lowest of those, the triple's clean labels a
-row standing for the count (rule 30), with half a standard error of that 13-19-row mean as slack (rule 36,
-:data:`COUNT_STANDARD_ERRORS`; docs/quality.md, "A small triple's count, give or take its error"; where the guard
-handed the base model back, its labels a row are counted on the triple's rows, which it was not trained on, rule 37:
-"A base model handed back is counted on the rows it never saw"; so is the output of an encoder given to LSNPC, rule
-39: "With the base model's trunk as the encoder"), and without any label the base model's expected
-count on the training rows does, where the output also predicts at most 1.5 times its labels a row at 0.5
-(rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label count"), from
+only from :data:`GIVEN_ENCODER_HELD_OUT_FLOOR` (0.4) up (rule 49). Beside a triple of fewer than ``MIN_VAL_ROWS``
+rows with a positive, and without the noisy labels or, with LSNPC's own encoder, with them (rule 48;
+docs/quality.md, "The small triple counts beside the noisy labels too"), no label chooses: the threshold is the
+lowest of those, the triple's clean labels a row standing for the count (rule 30), with half a standard error of
+that 13-19-row mean as slack (rule 36, :data:`COUNT_STANDARD_ERRORS`; docs/quality.md, "A small triple's count, give
+or take its error"; where the guard handed the base model back, its labels a row are counted on the triple's rows,
+which it was not trained on, rule 37: "A base model handed back is counted on the rows it never saw"; so is the
+output of an encoder given to LSNPC, rule 39: "With the base model's trunk as the encoder"), and without any label
+the base model's expected count on the training rows does, where the output also predicts at most 1.5 times its
+labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label count"), from
 :data:`GIVEN_ENCODER_NO_LABELS_FLOOR` (0.425) instead of 0.35 for the output of a given encoder, which
 memorised the training rows it is counted on (rule 41; docs/quality.md, "A floor for a given encoder without
 any label").
