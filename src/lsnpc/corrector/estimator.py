@@ -558,14 +558,11 @@ class LSNPC(BaseEstimator):
         uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
         guard = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy, uninformed=uninformed)
         # the held-out rows and their noisy labels choose the threshold where no validation triple can: without
-        # one, or beside one of fewer than MIN_VAL_ROWS rows (rules 28b and 29d). Rule 48: beside such a triple
-        # with a positive, with LSNPC's own encoder, its count sets the threshold instead, as without labels=
-        # (rules 30, 36, 37 and 44; measured with LSNPC's own encoder only)
-        counted = (triple is not None and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1]))
-                   and not self._encoder_given)
+        # one, or beside one of fewer than MIN_VAL_ROWS rows (rules 28b and 29d; beside one that can count, only
+        # with a given encoder: rule 48, in _decide_threshold)
         held_out = None
         if (result.selection == "noisy_f1" and result.holdout_rows is not None and self.guard_base_weight == "auto"
-                and (triple is None or len(triple[1]) < MIN_VAL_ROWS) and not counted):
+                and (triple is None or len(triple[1]) < MIN_VAL_ROWS)):
             rows = result.holdout_rows
             held_out = (Xa[rows], given[rows], P[rows])
         self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None,
@@ -640,7 +637,8 @@ class LSNPC(BaseEstimator):
         of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise,
         from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on ``training`` (X, base
         probabilities, noisy labels of all the training rows, and their correction when fit has it); with a
-        given encoder only from ``GIVEN_ENCODER_HELD_OUT_FLOOR`` (rule 49). The
+        given encoder only from ``GIVEN_ENCODER_HELD_OUT_FLOOR`` (rule 49); beside a triple of fewer than
+        ``MIN_VAL_ROWS`` rows with a positive, only with a given encoder (rule 48: the triple counts). The
         output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
         bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
         ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rules 30, 36, 37 and
@@ -651,8 +649,11 @@ class LSNPC(BaseEstimator):
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
         grid, floor = DECISION_THRESHOLDS, NOISY_THRESHOLD_FLOOR
-        given_encoder = self._encoder_given  # rules 39, 41 and 49
-        if held_out is not None:  # rules 28b and 29d: the held-out rows and their noisy labels, as rule 26's triple
+        given_encoder = self._encoder_given  # rules 39, 41, 48 and 49
+        # a triple of fewer than MIN_VAL_ROWS rows with a positive is too small to choose by F1 but can count (rule
+        # 30); beside the held-out rows' noisy labels too with LSNPC's own encoder (rule 48, measured there only)
+        counts = triple is not None and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1]))
+        if held_out is not None and not (counts and not given_encoder):  # rules 28b and 29d, as rule 26's triple
             rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
             if triple is not None:
                 what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
@@ -660,19 +661,19 @@ class LSNPC(BaseEstimator):
                 floor = max(floor, GIVEN_ENCODER_HELD_OUT_FLOOR)
                 grid = tuple(t for t in grid if t >= GIVEN_ENCODER_HELD_OUT_FLOOR)
                 what += f"; from {GIVEN_ENCODER_HELD_OUT_FLOOR:g}: a given encoder was trained on them"
+        elif counts:  # rule 30, with rule 36's slack for so few rows
+            # rule 37: the base model handed back is counted on the validation rows, which it was not trained on;
+            # on the training rows its memorised probabilities predict fewer labels than on unseen rows. Rule 39:
+            # so is the output of a given encoder
+            unseen = guard.blend == 0.0 or given_encoder
+            # rule 44: rule 43's rare labels too, counted on the training rows (LSNPC's own encoder)
+            return self._lowest_threshold_within_count(
+                guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
+                whose="these rows hold", on="the validation rows" if unseen else "the training rows",
+                why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
+                standard_errors=COUNT_STANDARD_ERRORS, rare_labels=not unseen)
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
-            if len(triple[1]) < MIN_VAL_ROWS and np.any(triple[1]):  # rule 30, with rule 36's slack for so few rows
-                # rule 37: the base model handed back is counted on the validation rows, which it was not trained
-                # on; on the training rows its memorised probabilities predict fewer labels than on unseen rows.
-                # Rule 39: so is the output of a given encoder
-                unseen = guard.blend == 0.0 or given_encoder
-                # rule 44: rule 43's rare labels too, counted on the training rows (LSNPC's own encoder)
-                return self._lowest_threshold_within_count(
-                    guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
-                    whose="these rows hold", on="the validation rows" if unseen else "the training rows",
-                    why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
-                    standard_errors=COUNT_STANDARD_ERRORS, rare_labels=not unseen)
         elif not labels and not clean:  # rule 30d
             # rule 41: with a given encoder no unseen row is left to count on, so the threshold starts higher;
             # rule 43 was chosen and confirmed with LSNPC's own encoder only
