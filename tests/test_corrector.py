@@ -713,6 +713,17 @@ def test_a_given_encoder_without_any_label_starts_the_threshold_higher() -> None
                                   model.predict_proba(X[300:], P_new) >= model.threshold_)
 
 
+def _rare_label_problem() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """make_noisy_problem(500, 0.15) whose base probabilities P leave label 3 below any threshold the frequent
+    labels leave (a rare label the output never predicts) and expect more of labels 0-2 than they decide.
+    Returns (X, Y, P)."""
+    problem = make_noisy_problem(500, 0.15)
+    X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
+    P[:, 3] *= 0.25
+    P[:, :3] = np.clip(P[:, :3] + 0.05, 0, 1)
+    return X, Y, P
+
+
 def test_without_any_label_a_label_never_predicted_gets_its_own_threshold(tmp_path) -> None:
     """Rule 43: without any label, a label the output predicts on no training row at rule 30d's threshold gets
     its own, lower one (guard.rare_label_thresholds on what predict_proba returns on the training rows): predict
@@ -720,10 +731,7 @@ def test_without_any_label_a_label_never_predicted_gets_its_own_threshold(tmp_pa
     validation triple, nor with a given encoder."""
     from lsnpc.corrector.guard import NO_LABELS_THRESHOLD_GROWTH, rare_label_thresholds, row_count_limit
 
-    problem = make_noisy_problem(500, 0.15)
-    X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
-    P[:, 3] *= 0.25  # label 3's probabilities stay below any threshold the frequent labels leave
-    P[:, :3] = np.clip(P[:, :3] + 0.05, 0, 1)  # and the base model expects more of those than it decides
+    X, Y, P = _rare_label_problem()
     model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300])
     training = model.predict_proba(X[:300], P[:300])
     assert not (training[:, 3] >= model.threshold_).any()  # never predicted at the threshold
@@ -769,10 +777,7 @@ def test_beside_a_small_triple_a_label_never_predicted_gets_its_own_threshold() 
     given encoder: both are counted on the triple's rows (rules 37 and 39)."""
     from lsnpc.corrector.guard import rare_label_thresholds, row_count_limit
 
-    problem = make_noisy_problem(500, 0.15)
-    X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
-    P[:, 3] *= 0.25  # as in rule 43's test: label 3 stays below the threshold the frequent labels leave
-    P[:, :3] = np.clip(P[:, :3] + 0.05, 0, 1)
+    X, Y, P = _rare_label_problem()
     small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
     model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], **small)
     assert 0 < model.guard_.blend and "15 validation rows, fewer than 20" in model.guard_.threshold_reason
@@ -806,10 +811,7 @@ def test_beside_the_noisy_labels_a_small_triple_still_counts() -> None:
         NOISY_THRESHOLD_FLOOR, rare_label_thresholds, row_count_limit, thresholds_within_label_count,
     )
 
-    problem = make_noisy_problem(500, 0.15)
-    X, Y, P = problem["X"], problem["Y"], problem["P"].copy()
-    P[:, 3] *= 0.25  # as in rule 44's test: label 3 stays below the threshold the frequent labels leave
-    P[:, :3] = np.clip(P[:, :3] + 0.05, 0, 1)
+    X, Y, P = _rare_label_problem()
     labels = (Y + (np.random.default_rng(1).random(Y.shape) < 0.05)) % 2
     small = dict(X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
     model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=labels[:300], **small)
