@@ -413,11 +413,11 @@ def test_the_decision_threshold_is_chosen_on_the_held_out_noisy_labels() -> None
 
 def test_held_out_rows_a_given_encoder_memorised_choose_from_0_4() -> None:
     """Rule 49: with a given encoder (here a memorising base MLP's trunk) the held-out rows' noisy labels choose
-    the threshold only from GIVEN_ENCODER_HELD_OUT_FLOOR (0.4) up: among 0.4-0.5 from 40 rows (rule 28b), and
+    the threshold only from GIVEN_ENCODER_LABELS_FLOOR (0.4) up: among 0.4-0.5 from 40 rows (rule 28b), and
     among those within the noisy labels' count from 0.4 with fewer (rule 29d). The trunk was trained on those
     rows too, and lower thresholds that look better on them bind here. LSNPC's own encoder keeps 0.2 and 0.35."""
     from lsnpc.corrector.guard import (
-        DECISION_THRESHOLDS, GIVEN_ENCODER_HELD_OUT_FLOOR, NOISY_THRESHOLD_FLOOR, choose_threshold,
+        DECISION_THRESHOLDS, GIVEN_ENCODER_LABELS_FLOOR, NOISY_THRESHOLD_FLOOR, choose_threshold,
         thresholds_within_label_count,
     )
 
@@ -426,28 +426,28 @@ def test_held_out_rows_a_given_encoder_memorised_choose_from_0_4() -> None:
     P = 0.6 * problem["P"]  # under-confident: the positives sit below 0.5
     labels = (Y + (np.random.default_rng(1).random(Y.shape) < 0.05)) % 2
     trunk = _noisy_base(X, Y, 0.0, epochs=20).trunk_
-    assert GIVEN_ENCODER_HELD_OUT_FLOOR == 0.4
+    assert GIVEN_ENCODER_LABELS_FLOOR == 0.4
     for n, expected_rows in ((400, 40), (300, 30)):
         model = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:n], P[:n], labels=labels[:n])
         rows = model._holdout_rows
         assert len(rows) == expected_rows and model.selection_.startswith("noisy_f1")
         guarded = model.predict_proba(X[rows], P[rows])
         if n == 400:  # rule 28b's path
-            allowed = tuple(t for t in DECISION_THRESHOLDS if t >= GIVEN_ENCODER_HELD_OUT_FLOOR)
+            allowed = tuple(t for t in DECISION_THRESHOLDS if t >= GIVEN_ENCODER_LABELS_FLOOR)
             unrestricted = DECISION_THRESHOLDS
         else:  # rule 29d's path
             training = model.predict_proba(X[:n], P[:n])
-            allowed = thresholds_within_label_count(training, labels[:n], floor=GIVEN_ENCODER_HELD_OUT_FLOOR)
+            allowed = thresholds_within_label_count(training, labels[:n], floor=GIVEN_ENCODER_LABELS_FLOOR)
             unrestricted = thresholds_within_label_count(training, labels[:n], floor=NOISY_THRESHOLD_FLOOR)
         resamples = dict(confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
         expected = choose_threshold(labels[rows], guarded, P[rows], thresholds=allowed, **resamples)
         assert (model.threshold_, model.guard_.threshold_loss_support) == expected
-        assert GIVEN_ENCODER_HELD_OUT_FLOOR <= model.threshold_ <= 0.5
+        assert GIVEN_ENCODER_LABELS_FLOOR <= model.threshold_ <= 0.5
         assert "from 0.4: a given encoder was trained on them" in model.guard_.threshold_reason
         # the floor binds: without it these held-out rows would have chosen lower
         whole = choose_threshold(labels[rows], guarded, P[rows], thresholds=unrestricted,
                                  confidence=model.guard_confidence, rng=np.random.default_rng(model.predict_seed_))
-        assert whole[0] < GIVEN_ENCODER_HELD_OUT_FLOOR, (n, whole)
+        assert whole[0] < GIVEN_ENCODER_LABELS_FLOOR, (n, whole)
         probs = model.predict_proba(X[n:], P[n:])
         np.testing.assert_array_equal(model.predict(X[n:], P[n:]), probs >= model.threshold_)
 
@@ -806,9 +806,11 @@ def test_beside_the_noisy_labels_a_small_triple_still_counts() -> None:
     encoder, the noisy labels choose the epoch, but the triple's count sets the threshold as it does without them
     (rules 30, 36 and 44: the lowest from 0.35 at which the output on the training rows predicts no more labels
     a row than the triple's mean count and half a standard error, and rare labels their own within it), not the
-    held-out rows' noisy labels (rule 29d). With a given encoder the held-out rows still choose (rule 29d)."""
+    held-out rows' noisy labels (rule 29d). Rule 50: with a given encoder too, counted on the triple's rows from
+    GIVEN_ENCODER_LABELS_FLOOR (0.4)."""
     from lsnpc.corrector.guard import (
-        NOISY_THRESHOLD_FLOOR, rare_label_thresholds, row_count_limit, thresholds_within_label_count,
+        GIVEN_ENCODER_LABELS_FLOOR, NOISY_THRESHOLD_FLOOR, rare_label_thresholds, row_count_limit,
+        thresholds_within_label_count,
     )
 
     X, Y, P = _rare_label_problem()
@@ -829,11 +831,26 @@ def test_beside_the_noisy_labels_a_small_triple_still_counts() -> None:
     assert own and own == rare_label_thresholds(training, P[:300], model.threshold_, limit=limit)  # not in 29d
     probs = model.predict_proba(X[300:400], P[300:400])
     np.testing.assert_array_equal(model.predict(X[300:400], P[300:400]), probs >= model.label_thresholds_)
-    # a given encoder: measured without rule 48, the held-out rows still choose
+    # rule 50: a given encoder too, its output counted on the triple's rows (rule 39), from 0.4 (not rule 39's 0.35)
+    # and without rare labels. The triple is the 15 rows of X[300:500] richest in labels: their count lets 0.35 through
     trunk = _noisy_base(X, Y, 0.0, epochs=20).trunk_
-    given = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300], labels=labels[:300], **small)
-    assert given.guard_.threshold_reason.startswith("chosen on the 30 held-out rows (noisy labels; beside 15") or (
-        given.guard_.threshold_reason.startswith("0.5 scored best on the 30 held-out rows (noisy labels; beside 15"))
+    rich = 300 + np.argsort(-Y[300:500].sum(1), kind="stable")[:15]
+    dense = dict(X_val=X[rich], y_val=Y[rich], pred_probs_val=P[rich])
+    given = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300], labels=labels[:300], **dense)
+    assert given.selection_.startswith("noisy_f1")
+    reason = given.guard_.threshold_reason
+    assert reason.startswith("15 validation rows, fewer than 20: too few to choose it by F1")
+    assert "on the validation rows" in reason and f"from {GIVEN_ENCODER_LABELS_FLOOR:g}" in reason
+    on_triple = given.predict_proba(X[rich], P[rich])
+    count = dict(standard_errors=COUNT_STANDARD_ERRORS)
+    allowed = thresholds_within_label_count(on_triple, Y[rich], floor=GIVEN_ENCODER_LABELS_FLOOR, **count)
+    assert given.threshold_ == min(allowed) and given.guard_.label_thresholds is None
+    # the floor binds: from rule 39's 0.35 the same count would have let a lower threshold through, as it does
+    # for the same encoder and triple without the noisy labels (rule 39)
+    assert min(thresholds_within_label_count(on_triple, Y[rich], floor=NOISY_THRESHOLD_FLOOR, **count)) < min(allowed)
+    unlabelled = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300], **dense)
+    assert unlabelled.threshold_ < GIVEN_ENCODER_LABELS_FLOOR
+    assert f"from {NOISY_THRESHOLD_FLOOR:g}" in unlabelled.guard_.threshold_reason
 
 
 def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> None:

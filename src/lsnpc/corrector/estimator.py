@@ -44,7 +44,7 @@ from .guard import (
     COUNT_STANDARD_ERRORS,
     DECISION_THRESHOLDS,
     GIVEN_ENCODER_BASE_WEIGHTS,
-    GIVEN_ENCODER_HELD_OUT_FLOOR,
+    GIVEN_ENCODER_LABELS_FLOOR,
     GIVEN_ENCODER_NO_LABELS_FLOOR,
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
@@ -188,27 +188,27 @@ class LSNPC(BaseEstimator):
         macro-F1 of the output, or the highest above it whose score falls short of the best's by at most a
         quarter of that shortfall's bootstrap standard deviation (rule 34), kept only if the output at it loses
         to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given
-        the noisy ``labels`` and no triple, or beside one of fewer than 20 rows that cannot count (no positive, or
-        a given ``encoder``), the same choice (without rule 34's spread) on the rows held out to choose the epoch,
+        the noisy ``labels`` and no triple, or beside one of fewer than 20 rows that cannot count (no positive),
+        the same choice (without rule 34's spread) on the rows held out to choose the epoch,
         against their noisy labels: from 40 of them (400 training rows) without a triple among all those
         thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the output on the
         training rows predicts no more labels a row than their noisy labels hold (with a given ``encoder``,
-        which was trained on the held-out rows too, both only from 0.4: rule 49). Beside a triple of fewer than
-        20 rows with a positive, without the noisy labels or, with LSNPC's own encoder, with them (rule 48), the
-        lowest of those thresholds, with the triple's labels a row as the count (rule 30): too few rows to
-        choose by F1, enough to count, give or take half a standard error of that mean (rule 36; where the guard
-        handed the base model back, its labels a row are counted on the triple's rows, not on the training rows it was
-        trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on the training rows as
-        the base model's trunk was: rule 39; with LSNPC's own encoder counted on the training rows, rule 43's rare
-        labels below get their own threshold within the triple's count: rule 44); and without any label (no triple,
-        clean set or ``labels``), the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean
-        over rows) as the count, where the output also predicts at most 1.5 times its labels a row at 0.5 (rule 30d;
-        from 0.425 instead of 0.35 with a given ``encoder``, whose output is sharper on the training rows it memorised
-        than on new rows: rule 41; with LSNPC's own encoder, a label the output predicts on no training row there gets
-        its own threshold from 0.35 up, the lowest at which the output predicts it on no more training rows than the
-        base model expects, rarest first while the labels a row stay within that count: rule 43, ``label_thresholds_``).
-        0.5 everywhere else (fewer held-out rows, the noisy labels where they did not choose the epoch, a clean set
-        alone) and with ``guard=False``: lower thresholds lost there. A number given is used as it is.
+        which was trained on the held-out rows too, both only from 0.4: rule 49). Beside a triple of fewer than 20 rows
+        with a positive, with or without the noisy labels (rules 48 and 50; from 0.4 with them and a given ``encoder``),
+        the lowest of those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by
+        F1, enough to count, give or take half a standard error of that mean (rule 36; where the guard handed the base
+        model back, its labels a row are counted on the triple's rows, not on the training rows it was trained on: rule
+        37; so is the output of a given ``encoder``, taken to have been trained on the training rows as the base model's
+        trunk was: rule 39; with LSNPC's own encoder counted on the training rows, rule 43's rare labels below get their
+        own threshold within the triple's count: rule 44); and without any label (no triple, clean set or ``labels``),
+        the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean over rows) as the count,
+        where the output also predicts at most 1.5 times its labels a row at 0.5 (rule 30d; from 0.425 instead of 0.35
+        with a given ``encoder``, whose output is sharper on the training rows it memorised than on new rows: rule 41;
+        with LSNPC's own encoder, a label the output predicts on no training row there gets its own threshold from 0.35
+        up, the lowest at which the output predicts it on no more training rows than the base model expects, rarest
+        first while the labels a row stay within that count: rule 43, ``label_thresholds_``). 0.5 everywhere else (fewer
+        held-out rows, the noisy labels where they did not choose the epoch, a clean set alone) and with
+        ``guard=False``: lower thresholds lost there. A number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -424,8 +424,8 @@ class LSNPC(BaseEstimator):
             held-out slice of the rows) and test the output against the guard's prior on the same rows
             (see ``guard_base_weight``), and they choose it beside a validation triple of fewer than 20 rows,
             which is then left to the guard alone (it can test nothing there either: the no-label rule
-            decides, with the noisy labels' prior) and, with a positive and LSNPC's own encoder, to the
-            threshold's label count (rule 48; see ``threshold``). LSNPC never trains on them.
+            decides, with the noisy labels' prior) and, with a positive, to the threshold's label count
+            (rules 48 and 50; see ``threshold``). LSNPC never trains on them.
         X_clean, y_clean, pred_probs_clean : arrays (n_c, d), (n_c, L) 0/1, (n_c, L), optional
             A small clean set: features, true labels and the base model's probabilities on it. Given, each
             epoch ends with a pass over it (semi-supervised LSNPC).
@@ -558,8 +558,8 @@ class LSNPC(BaseEstimator):
         uninformed = self.guard_base_weight == "auto" and (given is None or val is not None)
         guard = self._decide_guard(Xa, P, val, corrected_train, prior=prior, noisy=noisy, uninformed=uninformed)
         # the held-out rows and their noisy labels choose the threshold where no validation triple can: without
-        # one, or beside one of fewer than MIN_VAL_ROWS rows (rules 28b and 29d; beside one that can count, only
-        # with a given encoder: rule 48, in _decide_threshold)
+        # one, or beside one of fewer than MIN_VAL_ROWS rows that cannot count either (no positive: rules 28b and
+        # 29d; one that can count sets it, rules 48 and 50, in _decide_threshold)
         held_out = None
         if (result.selection == "noisy_f1" and result.holdout_rows is not None and self.guard_base_weight == "auto"
                 and (triple is None or len(triple[1]) < MIN_VAL_ROWS)):
@@ -629,38 +629,37 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41, 48 and
-        49; see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41, 48, 49 and
+        50; see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
         ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
-        labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and
-        no triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise): they choose it then, among all
-        of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise,
-        from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on ``training`` (X, base
-        probabilities, noisy labels of all the training rows, and their correction when fit has it); with a
-        given encoder only from ``GIVEN_ENCODER_HELD_OUT_FLOOR`` (rule 49); beside a triple of fewer than
-        ``MIN_VAL_ROWS`` rows with a positive, only with a given encoder (rule 48: the triple counts). The
-        output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
-        bootstrap resamples are the guard's (the same seed). Without held-out rows, a triple of fewer than
-        ``MIN_VAL_ROWS`` rows with a positive sets it by its labels' count a row alone (rules 30, 36, 37 and
-        39), and without any label the base model's expected count does (rule 30d; from
+        labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and no triple of
+        ``MIN_VAL_ROWS`` rows or more was given (None otherwise). A triple of fewer than ``MIN_VAL_ROWS`` rows with a
+        positive sets it by its labels' count a row, held-out rows or not (rules 30, 36, 37 and 39; beside the held-out
+        rows since rules 48 and 50, from ``GIVEN_ENCODER_LABELS_FLOOR`` with a given encoder and the noisy labels).
+        Otherwise the held-out rows choose it: among all of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS``
+        rows without a triple, and otherwise, from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on
+        ``training`` (X, base probabilities, noisy labels of all the training rows, and their correction when fit has
+        it); with a given encoder only from ``GIVEN_ENCODER_LABELS_FLOOR`` (rule 49). The output on those rows is what
+        ``predict_proba`` would return there, with ``guard``'s blend; the bootstrap resamples are the guard's (the same
+        seed). Without any label the base model's expected count sets it (rule 30d; from
         ``GIVEN_ENCODER_NO_LABELS_FLOOR`` with a given encoder, rule 41; :meth:`_lowest_threshold_within_count`)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
             return replace(guard, threshold=0.5, threshold_reason="guard=False: the output as it is, at 0.5")
         grid, floor = DECISION_THRESHOLDS, NOISY_THRESHOLD_FLOOR
-        given_encoder = self._encoder_given  # rules 39, 41, 48 and 49
+        given_encoder = self._encoder_given  # rules 39, 41, 49 and 50
         # a triple of fewer than MIN_VAL_ROWS rows with a positive is too small to choose by F1 but can count (rule
-        # 30); beside the held-out rows' noisy labels too with LSNPC's own encoder (rule 48, measured there only)
+        # 30), beside the held-out rows' noisy labels too (rule 48 with LSNPC's own encoder, rule 50 with a given one)
         counts = triple is not None and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1]))
-        if held_out is not None and not (counts and not given_encoder):  # rules 28b and 29d, as rule 26's triple
+        if held_out is not None and not counts:  # rules 28b and 29d, as rule 26's triple
             rows, what, labelled = held_out, "held-out rows (noisy labels)", "the held-out rows' noisy labels"
             if triple is not None:
                 what = f"held-out rows (noisy labels; beside {len(triple[1])} validation rows, too few to choose it)"
             if given_encoder:  # rule 49: a given encoder was trained on the held-out rows too
-                floor = max(floor, GIVEN_ENCODER_HELD_OUT_FLOOR)
-                grid = tuple(t for t in grid if t >= GIVEN_ENCODER_HELD_OUT_FLOOR)
-                what += f"; from {GIVEN_ENCODER_HELD_OUT_FLOOR:g}: a given encoder was trained on them"
+                floor = max(floor, GIVEN_ENCODER_LABELS_FLOOR)
+                grid = tuple(t for t in grid if t >= GIVEN_ENCODER_LABELS_FLOOR)
+                what += f"; from {GIVEN_ENCODER_LABELS_FLOOR:g}: a given encoder was trained on them"
         elif counts:  # rule 30, with rule 36's slack for so few rows
             # rule 37: the base model handed back is counted on the validation rows, which it was not trained on;
             # on the training rows its memorised probabilities predict fewer labels than on unseen rows. Rule 39:
@@ -671,7 +670,9 @@ class LSNPC(BaseEstimator):
                 guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
                 whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                 why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
-                standard_errors=COUNT_STANDARD_ERRORS, rare_labels=not unseen)
+                standard_errors=COUNT_STANDARD_ERRORS, rare_labels=not unseen,
+                # rule 50: a given encoder beside the noisy labels counts only from rule 49's floor
+                floor=GIVEN_ENCODER_LABELS_FLOOR if given_encoder and labels else NOISY_THRESHOLD_FLOOR)
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
         elif not labels and not clean:  # rule 30d

@@ -124,13 +124,14 @@ docs/quality.md, "The decision threshold", says. Given the noisy labels and no t
 rows held out to choose the epoch and their noisy labels choose it the same way when they are at least
 ``NOISY_THRESHOLD_MIN_ROWS`` (rule 28b; docs/quality.md, "The held-out noisy labels choose the threshold").
 Fewer, but at least ``MIN_VAL_ROWS``, choose it too, and so do any number beside a triple of fewer than
-``MIN_VAL_ROWS`` rows that cannot count (no positive, or a given encoder: rule 48 below), among fewer thresholds
+``MIN_VAL_ROWS`` rows that cannot count (no positive: rules 48 and 50 below), among fewer thresholds
 (:func:`thresholds_within_label_count`): from :data:`NOISY_THRESHOLD_FLOOR` (0.35) up, and only where the output on
 the training rows predicts no more labels a row than their noisy labels hold (rule 29d; docs/quality.md, "Fewer
 held-out rows choose the threshold"). With a given encoder, which was trained on the held-out rows too, both choose
-only from :data:`GIVEN_ENCODER_HELD_OUT_FLOOR` (0.4) up (rule 49). Beside a triple of fewer than ``MIN_VAL_ROWS``
-rows with a positive, and without the noisy labels or, with LSNPC's own encoder, with them (rule 48;
-docs/quality.md, "The small triple counts beside the noisy labels too"), no label chooses: the threshold is the
+only from :data:`GIVEN_ENCODER_LABELS_FLOOR` (0.4) up (rule 49). Beside a triple of fewer than ``MIN_VAL_ROWS``
+rows with a positive, with or without the noisy labels (rules 48 and 50; docs/quality.md, "The small triple counts
+beside the noisy labels too"; with a given encoder and the noisy labels, from :data:`GIVEN_ENCODER_LABELS_FLOOR`
+up), no label chooses: the threshold is the
 lowest of those, the triple's clean labels a row standing for the count (rule 30), with half a standard error of
 that 13-19-row mean as slack (rule 36, :data:`COUNT_STANDARD_ERRORS`; docs/quality.md, "A small triple's count, give
 or take its error"; where the guard handed the base model back, its labels a row are counted on the triple's rows,
@@ -156,7 +157,7 @@ import numpy as np
 
 __all__ = [
     "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "GIVEN_ENCODER_BASE_WEIGHTS",
-    "GIVEN_ENCODER_HELD_OUT_FLOOR", "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
+    "GIVEN_ENCODER_LABELS_FLOOR", "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
     "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS",
     "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
     "RARE_LABEL_FLOOR", "THRESHOLD_SPREAD",
@@ -196,7 +197,7 @@ NOISY_THRESHOLD_MIN_ROWS = 40
 # fewer held-out rows, but at least MIN_VAL_ROWS, choose it only among the thresholds of at least this at which the
 # output predicts no more labels a row than the noisy labels hold (rule 29d: :func:`thresholds_within_label_count`);
 # beside a validation triple of fewer than MIN_VAL_ROWS rows, the lowest of those, counted against the triple's
-# labels (rule 30; with the noisy labels too since rule 48, LSNPC's own encoder); without any label, against the
+# labels (rule 30; with the noisy labels too since rules 48 and 50); without any label, against the
 # base model's expected count (rule 30d)
 NOISY_THRESHOLD_FLOOR = 0.35
 # rule 36: beside a validation triple of fewer than MIN_VAL_ROWS rows (rule 30), the count a row is the triple's mean
@@ -215,8 +216,10 @@ GIVEN_ENCODER_NO_LABELS_FLOOR = 0.425
 # rule 49: with a given encoder, the held-out rows' noisy labels (rules 28b and 29d) choose only among thresholds from
 # this up: the encoder was trained on those rows too, and the output there is sharper than on new rows, so a lower
 # threshold looks better on them than it is (docs/quality.md, "Held-out rows a given encoder memorised choose from
-# 0.4")
-GIVEN_ENCODER_HELD_OUT_FLOOR = 0.4
+# 0.4"); rule 50: beside a validation triple of fewer than MIN_VAL_ROWS rows with a positive, rule 30's count starts
+# here too (measured: from 0.35 it lost 2.31 micro-F1 at 0% where 0.4 loses 1.69; docs/quality.md, "A small triple
+# counts beside the noisy labels with a given encoder too")
+GIVEN_ENCODER_LABELS_FLOOR = 0.4
 # rule 43: without any label and with LSNPC's own encoder, a label the output predicts on no training row at rule
 # 30d's threshold gets its own, from this floor up: the lowest at which the output predicts it on no more training
 # rows than the base model expects there, rarest first, while the labels a row stay within rule 30d's count
@@ -289,15 +292,15 @@ class GuardDecision:
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b, 29d, 30,
-        30d, 36, 37, 39, 41 and 48): chosen (:func:`choose_threshold`) on a validation triple of at least 20 rows or,
-        given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer than
-        40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`; with a given
-        encoder from :data:`GIVEN_ENCODER_HELD_OUT_FLOOR`, rule 49); beside a
-        smaller triple with a positive, without the noisy labels or with them and LSNPC's own encoder (rule 48), the
-        lowest of :func:`thresholds_within_label_count` against its labels, with :data:`COUNT_STANDARD_ERRORS`
-        standard errors of their mean count as slack (rules 30 and 36; a base model handed back, or the output of a
-        given encoder, is counted on the triple's rows, rules 37 and 39), and without any label against the base
-        model's expected count and 1.5 times the output's labels a row at 0.5 (rule 30d; from
+        30d, 36, 37, 39, 41, 48, 49 and 50): chosen (:func:`choose_threshold`) on a validation triple of at least 20
+        rows or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer
+        than 40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`; with a given
+        encoder from :data:`GIVEN_ENCODER_LABELS_FLOOR`, rule 49); beside a smaller triple with a positive, with or
+        without the noisy labels (rules 48 and 50; from :data:`GIVEN_ENCODER_LABELS_FLOOR` with both a given encoder and
+        the noisy labels), the lowest of :func:`thresholds_within_label_count` against its labels, with
+        :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack (rules 30 and 36; a base model handed
+        back, or the output of a given encoder, is counted on the triple's rows, rules 37 and 39), and without any label
+        against the base model's expected count and 1.5 times the output's labels a row at 0.5 (rule 30d; from
         :data:`GIVEN_ENCODER_NO_LABELS_FLOOR` instead of :data:`NOISY_THRESHOLD_FLOOR` for the output of a given
         encoder, rule 41); 0.5 otherwise, or the ``threshold`` given to LSNPC.
     threshold_reason : str or None
