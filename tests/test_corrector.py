@@ -537,22 +537,30 @@ def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_valida
     """Rule 37: where the guard hands the base model back (w = 1) beside a triple of fewer than 20 rows, its
     labels a row are counted on the triple's rows, not on the training rows its probabilities memorised: here
     the validation rows' probabilities are flatter, as a base model's are on rows it did not see, and the
-    training rows would have allowed a lower threshold."""
+    training rows would have allowed a lower threshold. Rule 51: counted on the triple's own rows, the count is
+    the triple's mean, without rule 36's half standard error, which would have let a lower threshold through."""
     from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
 
     problem = make_noisy_problem(500, 0.15)
     X, Y, P = problem["X"], problem["Y"], problem["P"]
-    P_val = (0.6 * P[400:415] + 0.2).astype(P.dtype)
+    P_val = (0.7 * P[400:415] + 0.1).astype(P.dtype)
     model = LSNPC(random_state=0, guard_base_weight=1.0, **FAST).fit(X[:300], P[:300], X_val=X[400:415],
                                                                      y_val=Y[400:415], pred_probs_val=P_val)
     assert model.guard_.base_weight == 1.0
-    count = dict(floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
-    on_validation = min(thresholds_within_label_count(P_val, Y[400:415], **count))
-    on_training = min(thresholds_within_label_count(P[:300], Y[400:415], **count))
+    on_validation = min(thresholds_within_label_count(P_val, Y[400:415], floor=NOISY_THRESHOLD_FLOOR))
+    slack = dict(floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
+    on_training = min(thresholds_within_label_count(P[:300], Y[400:415], **slack))
     assert model.threshold_ == on_validation > on_training
+    assert min(thresholds_within_label_count(P_val, Y[400:415], **slack)) < on_validation < 0.5  # rule 51 binds
     predicted = (P_val >= model.threshold_).sum(1).mean()
-    assert f"labels a row on the validation rows ({predicted:.2f}) than these rows hold" in \
-        model.guard_.threshold_reason, model.guard_.threshold_reason
+    assert (f"labels a row on the validation rows ({predicted:.2f}) than these rows hold "
+            f"({Y[400:415].sum(1).mean():.2f})") in model.guard_.threshold_reason, model.guard_.threshold_reason
+    # beside the noisy labels (rule 48's path, where rule 51 was not measured) the slack stays
+    labels = (Y[:300] + (np.random.default_rng(1).random(Y[:300].shape) < 0.05)) % 2
+    noisy = LSNPC(random_state=0, guard_base_weight=1.0, **FAST).fit(
+        X[:300], P[:300], labels=labels, X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P_val)
+    assert noisy.guard_.base_weight == 1.0 and "on the validation rows" in noisy.guard_.threshold_reason
+    assert noisy.threshold_ == min(thresholds_within_label_count(P_val, Y[400:415], **slack)) < on_validation
     np.testing.assert_array_equal(model.predict(X[415:], P[415:]), P[415:] >= model.threshold_)
 
 
@@ -575,7 +583,8 @@ def test_a_given_encoder_beside_a_small_triple_is_counted_on_the_validation_rows
     """Rule 39: with the base model's trunk as the encoder, the output kept (w < 1) beside a triple of fewer
     than 20 rows is counted on the triple's rows, as rule 37 counts a base model handed back: the trunk
     memorised the training rows, where the output predicts fewer labels a row than on rows it never saw, and
-    they would have allowed a lower threshold."""
+    they would have allowed a lower threshold. Rule 51: without rule 36's half standard error there, which
+    would have let a lower threshold through; here no threshold below 0.5 keeps to the triple's count."""
     from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
 
     problem, P, base = _memorising_trunk_problem()
@@ -583,14 +592,14 @@ def test_a_given_encoder_beside_a_small_triple_is_counted_on_the_validation_rows
     model = LSNPC(random_state=0, encoder=base.trunk_, **dict(FAST, epochs=5)).fit(
         X[:300], P[:300], X_val=X[400:415], y_val=Y[400:415], pred_probs_val=P[400:415])
     assert model.guard_.base_weight < 1  # the output kept: rule 37 does not apply
-    count = dict(floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
+    slack = dict(floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
     validation = model.predict_proba(X[400:415], P[400:415])
-    on_validation = min(thresholds_within_label_count(validation, Y[400:415], **count))
-    on_training = min(thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), Y[400:415], **count))
+    on_validation = min(thresholds_within_label_count(validation, Y[400:415], floor=NOISY_THRESHOLD_FLOOR))
+    on_training = min(thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), Y[400:415], **slack))
     assert model.threshold_ == on_validation > on_training
-    predicted = (validation >= model.threshold_).sum(1).mean()
-    assert f"labels a row on the validation rows ({predicted:.2f}) than these rows hold" in \
-        model.guard_.threshold_reason, model.guard_.threshold_reason
+    assert min(thresholds_within_label_count(validation, Y[400:415], **slack)) < on_validation  # rule 51 binds
+    assert ("below it, from 0.35, the output predicts more labels a row on the validation rows than these rows "
+            f"hold ({Y[400:415].sum(1).mean():.2f})") in model.guard_.threshold_reason, model.guard_.threshold_reason
     # LSNPC's own encoder is counted on the training rows, as before
     own = LSNPC(random_state=0, **dict(FAST, epochs=5)).fit(X[:300], P[:300], X_val=X[400:415], y_val=Y[400:415],
                                                              pred_probs_val=P[400:415])
@@ -642,7 +651,7 @@ def test_a_small_triple_sets_the_lowest_threshold_within_its_label_count() -> No
     assert model.threshold_ == 0.5
     assert model.guard_.base_weight == 1  # the output collapsed on so sparse a count: counted as rule 37 says
     assert "below it, from 0.35, the output predicts more labels a row on the validation rows than these rows " \
-        "hold (0.07, up to 0.10 within 0.5 standard errors of that mean)" in model.guard_.threshold_reason
+        "hold (0.07)" in model.guard_.threshold_reason  # counted on its own rows: no slack (rule 51)
     # without a positive in the triple there is nothing to count
     with pytest.warns(UserWarning, match="no positive label"):
         model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], X_val=X[400:415], y_val=0 * sparse,

@@ -182,33 +182,34 @@ class LSNPC(BaseEstimator):
         base model's probabilities resolve little of their variance (``guard_.base_density`` < 0.1 and
         ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
     threshold : float in (0, 1] or "auto"
-        The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto"
-        (rule 26; docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows
-        (where the guard can test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus
-        macro-F1 of the output, or the highest above it whose score falls short of the best's by at most a
-        quarter of that shortfall's bootstrap standard deviation (rule 34), kept only if the output at it loses
-        to the base model at 0.5 in fewer than ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given
-        the noisy ``labels`` and no triple, or beside one of fewer than 20 rows that cannot count (no positive),
-        the same choice (without rule 34's spread) on the rows held out to choose the epoch,
-        against their noisy labels: from 40 of them (400 training rows) without a triple among all those
-        thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the output on the
-        training rows predicts no more labels a row than their noisy labels hold (with a given ``encoder``,
-        which was trained on the held-out rows too, both only from 0.4: rule 49). Beside a triple of fewer than 20 rows
-        with a positive, with or without the noisy labels (rules 48 and 50; from 0.4 with them and a given ``encoder``),
-        the lowest of those thresholds, with the triple's labels a row as the count (rule 30): too few rows to choose by
-        F1, enough to count, give or take half a standard error of that mean (rule 36; where the guard handed the base
-        model back, its labels a row are counted on the triple's rows, not on the training rows it was trained on: rule
-        37; so is the output of a given ``encoder``, taken to have been trained on the training rows as the base model's
-        trunk was: rule 39; with LSNPC's own encoder counted on the training rows, rule 43's rare labels below get their
-        own threshold within the triple's count: rule 44); and without any label (no triple, clean set or ``labels``),
-        the lowest with the base model's expected count on the training rows (Σ_j p_ij, mean over rows) as the count,
-        where the output also predicts at most 1.5 times its labels a row at 0.5 (rule 30d; from 0.425 instead of 0.35
-        with a given ``encoder``, whose output is sharper on the training rows it memorised than on new rows: rule 41;
-        with LSNPC's own encoder, a label the output predicts on no training row there gets its own threshold from 0.35
-        up, the lowest at which the output predicts it on no more training rows than the base model expects, rarest
-        first while the labels a row stay within that count: rule 43, ``label_thresholds_``). 0.5 everywhere else (fewer
-        held-out rows, the noisy labels where they did not choose the epoch, a clean set alone) and with
-        ``guard=False``: lower thresholds lost there. A number given is used as it is.
+        The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto" (rule 26;
+        docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows (where the guard can
+        test), the threshold in 0.2, 0.225, ..., 0.5 with the best validation micro- plus macro-F1 of the output, or the
+        highest above it whose score falls short of the best's by at most a quarter of that shortfall's bootstrap
+        standard deviation (rule 34), kept only if the output at it loses to the base model at 0.5 in fewer than
+        ``guard_confidence`` of 500 bootstrap resamples (else 0.5). Given the noisy ``labels`` and no triple, or beside
+        one of fewer than 20 rows that cannot count (no positive), the same choice (without rule 34's spread) on the
+        rows held out to choose the epoch, against their noisy labels: from 40 of them (400 training rows) without a
+        triple among all those thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the
+        output on the training rows predicts no more labels a row than their noisy labels hold (with a given
+        ``encoder``, which was trained on the held-out rows too, both only from 0.4: rule 49). Beside a triple of fewer
+        than 20 rows with a positive, with or without the noisy labels (rules 48 and 50; from 0.4 with them and a given
+        ``encoder``), the lowest of those thresholds, with the triple's labels a row as the count (rule 30): too few
+        rows to choose by F1, enough to count, give or take half a standard error of that mean (rule 36; where the guard
+        handed the base model back, its labels a row are counted on the triple's rows, not on the training rows it was
+        trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on the training rows as
+        the base model's trunk was: rule 39; counted there without the noisy labels, the count is the triple's mean
+        without that slack, since labels and output are then the same rows: rule 51; with LSNPC's own encoder counted on
+        the training rows, rule 43's rare labels below get their own threshold within the triple's count: rule 44); and
+        without any label (no triple, clean set or ``labels``), the lowest with the base model's expected count on the
+        training rows (Σ_j p_ij, mean over rows) as the count, where the output also predicts at most 1.5 times its
+        labels a row at 0.5 (rule 30d; from 0.425 instead of 0.35 with a given ``encoder``, whose output is sharper on
+        the training rows it memorised than on new rows: rule 41; with LSNPC's own encoder, a label the output predicts
+        on no training row there gets its own threshold from 0.35 up, the lowest at which the output predicts it on no
+        more training rows than the base model expects, rarest first while the labels a row stay within that count: rule
+        43, ``label_thresholds_``). 0.5 everywhere else (fewer held-out rows, the noisy labels where they did not choose
+        the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost there. A number given is used as
+        it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -629,20 +630,21 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41, 48, 49 and
-        50; see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without one);
-        ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X, noisy
-        labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and no triple of
-        ``MIN_VAL_ROWS`` rows or more was given (None otherwise). A triple of fewer than ``MIN_VAL_ROWS`` rows with a
-        positive sets it by its labels' count a row, held-out rows or not (rules 30, 36, 37 and 39; beside the held-out
-        rows since rules 48 and 50, from ``GIVEN_ENCODER_LABELS_FLOOR`` with a given encoder and the noisy labels).
-        Otherwise the held-out rows choose it: among all of ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS``
-        rows without a triple, and otherwise, from ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on
-        ``training`` (X, base probabilities, noisy labels of all the training rows, and their correction when fit has
-        it); with a given encoder only from ``GIVEN_ENCODER_LABELS_FLOOR`` (rule 49). The output on those rows is what
-        ``predict_proba`` would return there, with ``guard``'s blend; the bootstrap resamples are the guard's (the same
-        seed). Without any label the base model's expected count sets it (rule 30d; from
-        ``GIVEN_ENCODER_NO_LABELS_FLOOR`` with a given encoder, rule 41; :meth:`_lowest_threshold_within_count`)."""
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41, 48, 49, 50
+        and 51; see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without
+        one); ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X,
+        noisy labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and no
+        triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise). A triple of fewer than ``MIN_VAL_ROWS`` rows
+        with a positive sets it by its labels' count a row, held-out rows or not (rules 30, 36, 37, 39 and 51; beside
+        the held-out rows since rules 48 and 50, from ``GIVEN_ENCODER_LABELS_FLOOR`` with a given encoder and the noisy
+        labels). Otherwise the held-out rows choose it: among all of ``DECISION_THRESHOLDS`` from
+        ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise, from ``MIN_VAL_ROWS`` rows, among
+        :func:`thresholds_within_label_count` on ``training`` (X, base probabilities, noisy labels of all the training
+        rows, and their correction when fit has it); with a given encoder only from ``GIVEN_ENCODER_LABELS_FLOOR`` (rule
+        49). The output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
+        bootstrap resamples are the guard's (the same seed). Without any label the base model's expected count sets it
+        (rule 30d; from ``GIVEN_ENCODER_NO_LABELS_FLOOR`` with a given encoder, rule 41;
+        :meth:`_lowest_threshold_within_count`)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
         if not self.guard:
@@ -665,12 +667,16 @@ class LSNPC(BaseEstimator):
             # on the training rows its memorised probabilities predict fewer labels than on unseen rows. Rule 39:
             # so is the output of a given encoder
             unseen = guard.blend == 0.0 or given_encoder
+            # rule 51: rule 36's slack is for the triple's mean as an estimate of the training rows' count; counted
+            # on the triple's own rows (rules 37 and 39) the output and the labels are the same rows, and without the
+            # noisy labels the count is the triple's mean itself (not measured beside the noisy labels: rules 48, 50)
+            paired = unseen and not labels
             # rule 44: rule 43's rare labels too, counted on the training rows (LSNPC's own encoder)
             return self._lowest_threshold_within_count(
                 guard, triple[1], (triple[0], triple[2], None, None) if unseen else training,
                 whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                 why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
-                standard_errors=COUNT_STANDARD_ERRORS, rare_labels=not unseen,
+                standard_errors=0.0 if paired else COUNT_STANDARD_ERRORS, rare_labels=not unseen,
                 # rule 50: a given encoder beside the noisy labels counts only from rule 49's floor
                 floor=GIVEN_ENCODER_LABELS_FLOOR if given_encoder and labels else NOISY_THRESHOLD_FLOOR)
         elif triple is not None:
@@ -736,7 +742,8 @@ class LSNPC(BaseEstimator):
         where the guard handed the base model back (rule 37) or the encoder was given (rule 39), the triple's
         rows (``on`` names them in the reason). The count is ``reference`` (m, L): the clean labels of a
         validation triple of fewer than ``MIN_VAL_ROWS`` rows, their mean count a row give or take
-        ``standard_errors`` standard errors (rules 30 and 36), or without any label the base model's
+        ``standard_errors`` standard errors (rules 30 and 36; none on the triple's own rows without the noisy
+        labels, rule 51), or without any label the base model's
         probabilities on the training rows, whose sums are its expected count, with ``growth`` (rule 30d).
         ``whose`` names that count in the reason, after ``why``. With ``rare_labels``, the labels the output
         predicts on none of those rows at that threshold get their own within the same count (rules 43 and 44,

@@ -136,7 +136,9 @@ lowest of those, the triple's clean labels a row standing for the count (rule 30
 that 13-19-row mean as slack (rule 36, :data:`COUNT_STANDARD_ERRORS`; docs/quality.md, "A small triple's count, give
 or take its error"; where the guard handed the base model back, its labels a row are counted on the triple's rows,
 which it was not trained on, rule 37: "A base model handed back is counted on the rows it never saw"; so is the
-output of an encoder given to LSNPC, rule 39: "With the base model's trunk as the encoder"), and without any label
+output of an encoder given to LSNPC, rule 39: "With the base model's trunk as the encoder"; counted on the
+triple's own rows without the noisy labels, the count is the triple's mean without that slack, rule 51: "The triple's
+own rows are counted without slack"), and without any label
 the base model's expected count on the training rows does, where the output also predicts at most 1.5 times its
 labels a row at 0.5 (rule 30d; docs/quality.md, "Where no label can choose, the threshold keeps to a label count"), from
 :data:`GIVEN_ENCODER_NO_LABELS_FLOOR` (0.425) instead of 0.35 for the output of a given encoder, which
@@ -202,7 +204,8 @@ NOISY_THRESHOLD_MIN_ROWS = 40
 NOISY_THRESHOLD_FLOOR = 0.35
 # rule 36: beside a validation triple of fewer than MIN_VAL_ROWS rows (rule 30), the count a row is the triple's mean
 # plus this many standard errors of that mean: 13-19 rows estimate it loosely, and a threshold is refused only where
-# the output predicts more labels a row than the triple can vouch for
+# the output predicts more labels a row than the triple can vouch for. Rule 51: not where the output is counted on the
+# triple's own rows (rules 37 and 39) without the noisy labels: labels and output are then the same rows
 COUNT_STANDARD_ERRORS = 0.5
 # without any label the lowest such threshold must also predict no more than this many times the labels a row the
 # output predicts at 0.5 (rule 30d: the base model's expected count alone let a flat output flood the rows, and
@@ -292,14 +295,15 @@ class GuardDecision:
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b, 29d, 30,
-        30d, 36, 37, 39, 41, 48, 49 and 50): chosen (:func:`choose_threshold`) on a validation triple of at least 20
+        30d, 36, 37, 39, 41, 48, 49, 50 and 51): chosen (:func:`choose_threshold`) on a validation triple of at least 20
         rows or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer
         than 40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`; with a given
         encoder from :data:`GIVEN_ENCODER_LABELS_FLOOR`, rule 49); beside a smaller triple with a positive, with or
         without the noisy labels (rules 48 and 50; from :data:`GIVEN_ENCODER_LABELS_FLOOR` with both a given encoder and
         the noisy labels), the lowest of :func:`thresholds_within_label_count` against its labels, with
         :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack (rules 30 and 36; a base model handed
-        back, or the output of a given encoder, is counted on the triple's rows, rules 37 and 39), and without any label
+        back, or the output of a given encoder, is counted on the triple's rows, rules 37 and 39, there without the
+        slack unless the noisy labels were given, rule 51), and without any label
         against the base model's expected count and 1.5 times the output's labels a row at 0.5 (rule 30d; from
         :data:`GIVEN_ENCODER_NO_LABELS_FLOOR` instead of :data:`NOISY_THRESHOLD_FLOOR` for the output of a given
         encoder, rule 41); 0.5 otherwise, or the ``threshold`` given to LSNPC.
