@@ -584,8 +584,9 @@ def test_a_given_encoder_beside_a_small_triple_is_counted_on_the_validation_rows
     than 20 rows is counted on the triple's rows, as rule 37 counts a base model handed back: the trunk
     memorised the training rows, where the output predicts fewer labels a row than on rows it never saw, and
     they would have allowed a lower threshold. Rule 51: without rule 36's half standard error there, which
-    would have let a lower threshold through; here no threshold below 0.5 keeps to the triple's count."""
-    from lsnpc.corrector.guard import NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
+    would have let a lower threshold through; rule 52: from GIVEN_ENCODER_LABELS_FLOOR (0.4). Here no threshold
+    below 0.5 keeps to the triple's count."""
+    from lsnpc.corrector.guard import GIVEN_ENCODER_LABELS_FLOOR, NOISY_THRESHOLD_FLOOR, thresholds_within_label_count
 
     problem, P, base = _memorising_trunk_problem()
     X, Y = problem["X"], problem["Y"]
@@ -594,11 +595,11 @@ def test_a_given_encoder_beside_a_small_triple_is_counted_on_the_validation_rows
     assert model.guard_.base_weight < 1  # the output kept: rule 37 does not apply
     slack = dict(floor=NOISY_THRESHOLD_FLOOR, standard_errors=COUNT_STANDARD_ERRORS)
     validation = model.predict_proba(X[400:415], P[400:415])
-    on_validation = min(thresholds_within_label_count(validation, Y[400:415], floor=NOISY_THRESHOLD_FLOOR))
+    on_validation = min(thresholds_within_label_count(validation, Y[400:415], floor=GIVEN_ENCODER_LABELS_FLOOR))
     on_training = min(thresholds_within_label_count(model.predict_proba(X[:300], P[:300]), Y[400:415], **slack))
     assert model.threshold_ == on_validation > on_training
     assert min(thresholds_within_label_count(validation, Y[400:415], **slack)) < on_validation  # rule 51 binds
-    assert ("below it, from 0.35, the output predicts more labels a row on the validation rows than these rows "
+    assert ("below it, from 0.4, the output predicts more labels a row on the validation rows than these rows "
             f"hold ({Y[400:415].sum(1).mean():.2f})") in model.guard_.threshold_reason, model.guard_.threshold_reason
     # LSNPC's own encoder is counted on the training rows, as before
     own = LSNPC(random_state=0, **dict(FAST, epochs=5)).fit(X[:300], P[:300], X_val=X[400:415], y_val=Y[400:415],
@@ -854,12 +855,16 @@ def test_beside_the_noisy_labels_a_small_triple_still_counts() -> None:
     count = dict(standard_errors=COUNT_STANDARD_ERRORS)
     allowed = thresholds_within_label_count(on_triple, Y[rich], floor=GIVEN_ENCODER_LABELS_FLOOR, **count)
     assert given.threshold_ == min(allowed) and given.guard_.label_thresholds is None
-    # the floor binds: from rule 39's 0.35 the same count would have let a lower threshold through, as it does
-    # for the same encoder and triple without the noisy labels (rule 39)
+    # the floor binds: from rule 39's 0.35 the same count would have let a lower threshold through
     assert min(thresholds_within_label_count(on_triple, Y[rich], floor=NOISY_THRESHOLD_FLOOR, **count)) < min(allowed)
+    # rule 52: without the noisy labels the same encoder and triple count from 0.4 too (against the triple's mean
+    # alone, rule 51), where from 0.35 a lower threshold would have passed
     unlabelled = LSNPC(random_state=0, encoder=trunk, **FAST).fit(X[:300], P[:300], **dense)
-    assert unlabelled.threshold_ < GIVEN_ENCODER_LABELS_FLOOR
-    assert f"from {NOISY_THRESHOLD_FLOOR:g}" in unlabelled.guard_.threshold_reason
+    on_triple = unlabelled.predict_proba(X[rich], P[rich])
+    allowed = thresholds_within_label_count(on_triple, Y[rich], floor=GIVEN_ENCODER_LABELS_FLOOR)
+    assert unlabelled.threshold_ == min(allowed) < 0.5
+    assert min(thresholds_within_label_count(on_triple, Y[rich], floor=NOISY_THRESHOLD_FLOOR)) < min(allowed)
+    assert f"from {GIVEN_ENCODER_LABELS_FLOOR:g}" in unlabelled.guard_.threshold_reason
 
 
 def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> None:

@@ -193,23 +193,23 @@ class LSNPC(BaseEstimator):
         triple among all those thresholds (rule 28b); otherwise from 20 (rule 29d) among those from 0.35 up at which the
         output on the training rows predicts no more labels a row than their noisy labels hold (with a given
         ``encoder``, which was trained on the held-out rows too, both only from 0.4: rule 49). Beside a triple of fewer
-        than 20 rows with a positive, with or without the noisy labels (rules 48 and 50; from 0.4 with them and a given
-        ``encoder``), the lowest of those thresholds, with the triple's labels a row as the count (rule 30): too few
-        rows to choose by F1, enough to count, give or take half a standard error of that mean (rule 36; where the guard
-        handed the base model back, its labels a row are counted on the triple's rows, not on the training rows it was
-        trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on the training rows as
-        the base model's trunk was: rule 39; counted there without the noisy labels, the count is the triple's mean
-        without that slack, since labels and output are then the same rows: rule 51; with LSNPC's own encoder counted on
-        the training rows, rule 43's rare labels below get their own threshold within the triple's count: rule 44); and
-        without any label (no triple, clean set or ``labels``), the lowest with the base model's expected count on the
-        training rows (Σ_j p_ij, mean over rows) as the count, where the output also predicts at most 1.5 times its
-        labels a row at 0.5 (rule 30d; from 0.425 instead of 0.35 with a given ``encoder``, whose output is sharper on
-        the training rows it memorised than on new rows: rule 41; with LSNPC's own encoder, a label the output predicts
-        on no training row there gets its own threshold from 0.35 up, the lowest at which the output predicts it on no
-        more training rows than the base model expects, rarest first while the labels a row stay within that count: rule
-        43, ``label_thresholds_``). 0.5 everywhere else (fewer held-out rows, the noisy labels where they did not choose
-        the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost there. A number given is used as
-        it is.
+        than 20 rows with a positive, with or without the noisy labels (rules 48 and 50; from 0.4 with a given
+        ``encoder``, rules 50 and 52), the lowest of those thresholds, with the triple's labels a row as the count (rule
+        30): too few rows to choose by F1, enough to count, give or take half a standard error of that mean (rule 36;
+        where the guard handed the base model back, its labels a row are counted on the triple's rows, not on the
+        training rows it was trained on: rule 37; so is the output of a given ``encoder``, taken to have been trained on
+        the training rows as the base model's trunk was: rule 39; counted there without the noisy labels, the count is
+        the triple's mean without that slack, since labels and output are then the same rows: rule 51; with LSNPC's own
+        encoder counted on the training rows, rule 43's rare labels below get their own threshold within the triple's
+        count: rule 44); and without any label (no triple, clean set or ``labels``), the lowest with the base model's
+        expected count on the training rows (Σ_j p_ij, mean over rows) as the count, where the output also predicts at
+        most 1.5 times its labels a row at 0.5 (rule 30d; from 0.425 instead of 0.35 with a given ``encoder``, whose
+        output is sharper on the training rows it memorised than on new rows: rule 41; with LSNPC's own encoder, a label
+        the output predicts on no training row there gets its own threshold from 0.35 up, the lowest at which the output
+        predicts it on no more training rows than the base model expects, rarest first while the labels a row stay
+        within that count: rule 43, ``label_thresholds_``). 0.5 everywhere else (fewer held-out rows, the noisy labels
+        where they did not choose the epoch, a clean set alone) and with ``guard=False``: lower thresholds lost there. A
+        number given is used as it is.
     small_val : {"auto", "validate"}
         What a validation triple of fewer than 20 rows (too few for the guard to test the output) is used
         for when neither ``labels`` nor a clean set is given. "auto": where at least 30% of the labels have
@@ -630,20 +630,20 @@ class LSNPC(BaseEstimator):
         held_out: tuple[np.ndarray, ...] | None,
         training: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
     ) -> GuardDecision:
-        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41, 48, 49, 50
-        and 51; see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None without
-        one); ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``: (X,
-        noisy labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and no
+        """``guard`` with the decision threshold of ``predict`` (rules 26, 28b, 29d, 30, 30d, 36, 37, 39, 41, 48, 49,
+        50, 51 and 52; see the ``threshold`` parameter): ``triple`` is the validation triple as given to fit (None
+        without one); ``labels``, ``clean``: whether the noisy training labels and a clean set were given; ``held_out``:
+        (X, noisy labels, base probabilities) of the training rows held out when the noisy labels chose the epoch and no
         triple of ``MIN_VAL_ROWS`` rows or more was given (None otherwise). A triple of fewer than ``MIN_VAL_ROWS`` rows
         with a positive sets it by its labels' count a row, held-out rows or not (rules 30, 36, 37, 39 and 51; beside
-        the held-out rows since rules 48 and 50, from ``GIVEN_ENCODER_LABELS_FLOOR`` with a given encoder and the noisy
-        labels). Otherwise the held-out rows choose it: among all of ``DECISION_THRESHOLDS`` from
-        ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise, from ``MIN_VAL_ROWS`` rows, among
-        :func:`thresholds_within_label_count` on ``training`` (X, base probabilities, noisy labels of all the training
-        rows, and their correction when fit has it); with a given encoder only from ``GIVEN_ENCODER_LABELS_FLOOR`` (rule
-        49). The output on those rows is what ``predict_proba`` would return there, with ``guard``'s blend; the
-        bootstrap resamples are the guard's (the same seed). Without any label the base model's expected count sets it
-        (rule 30d; from ``GIVEN_ENCODER_NO_LABELS_FLOOR`` with a given encoder, rule 41;
+        the held-out rows since rules 48 and 50, from ``GIVEN_ENCODER_LABELS_FLOOR`` with a given encoder, with the
+        noisy labels or without them: rules 50 and 52). Otherwise the held-out rows choose it: among all of
+        ``DECISION_THRESHOLDS`` from ``NOISY_THRESHOLD_MIN_ROWS`` rows without a triple, and otherwise, from
+        ``MIN_VAL_ROWS`` rows, among :func:`thresholds_within_label_count` on ``training`` (X, base probabilities, noisy
+        labels of all the training rows, and their correction when fit has it); with a given encoder only from
+        ``GIVEN_ENCODER_LABELS_FLOOR`` (rule 49). The output on those rows is what ``predict_proba`` would return there,
+        with ``guard``'s blend; the bootstrap resamples are the guard's (the same seed). Without any label the base
+        model's expected count sets it (rule 30d; from ``GIVEN_ENCODER_NO_LABELS_FLOOR`` with a given encoder, rule 41;
         :meth:`_lowest_threshold_within_count`)."""
         if self.threshold != "auto":
             return replace(guard, threshold=float(self.threshold), threshold_reason="given (threshold)")
@@ -677,8 +677,9 @@ class LSNPC(BaseEstimator):
                 whose="these rows hold", on="the validation rows" if unseen else "the training rows",
                 why=f"{len(triple[1])} validation rows, fewer than {MIN_VAL_ROWS}: too few to choose it by F1",
                 standard_errors=0.0 if paired else COUNT_STANDARD_ERRORS, rare_labels=not unseen,
-                # rule 50: a given encoder beside the noisy labels counts only from rule 49's floor
-                floor=GIVEN_ENCODER_LABELS_FLOOR if given_encoder and labels else NOISY_THRESHOLD_FLOOR)
+                # rule 50: a given encoder beside the noisy labels counts only from rule 49's floor; rule 52: without
+                # them too
+                floor=GIVEN_ENCODER_LABELS_FLOOR if given_encoder else NOISY_THRESHOLD_FLOOR)
         elif triple is not None:
             rows, what, labelled = triple, "validation rows", "the validation labels"
         elif not labels and not clean:  # rule 30d

@@ -130,8 +130,8 @@ the training rows predicts no more labels a row than their noisy labels hold (ru
 held-out rows choose the threshold"). With a given encoder, which was trained on the held-out rows too, both choose
 only from :data:`GIVEN_ENCODER_LABELS_FLOOR` (0.4) up (rule 49). Beside a triple of fewer than ``MIN_VAL_ROWS``
 rows with a positive, with or without the noisy labels (rules 48 and 50; docs/quality.md, "The small triple counts
-beside the noisy labels too"; with a given encoder and the noisy labels, from :data:`GIVEN_ENCODER_LABELS_FLOOR`
-up), no label chooses: the threshold is the
+beside the noisy labels too"; with a given encoder, with the noisy labels or without them, from
+:data:`GIVEN_ENCODER_LABELS_FLOOR` up, rules 50 and 52), no label chooses: the threshold is the
 lowest of those, the triple's clean labels a row standing for the count (rule 30), with half a standard error of
 that 13-19-row mean as slack (rule 36, :data:`COUNT_STANDARD_ERRORS`; docs/quality.md, "A small triple's count, give
 or take its error"; where the guard handed the base model back, its labels a row are counted on the triple's rows,
@@ -221,7 +221,9 @@ GIVEN_ENCODER_NO_LABELS_FLOOR = 0.425
 # threshold looks better on them than it is (docs/quality.md, "Held-out rows a given encoder memorised choose from
 # 0.4"); rule 50: beside a validation triple of fewer than MIN_VAL_ROWS rows with a positive, rule 30's count starts
 # here too (from 0.35 it let its choose pool's worst 0% term fall by 0.58; docs/quality.md, "A small triple counts
-# beside the noisy labels with a given encoder too")
+# beside the noisy labels with a given encoder too"); rule 52: beside such a triple without the noisy labels too (from
+# 0.35 a 16-row triple let the trunk's output through at 0.35 where it lost 7.2 micro-F1 at 0% noise; docs/quality.md,
+# "A given encoder counts from 0.4 beside any small triple")
 GIVEN_ENCODER_LABELS_FLOOR = 0.4
 # rule 43: without any label and with LSNPC's own encoder, a label the output predicts on no training row at rule
 # 30d's threshold gets its own, from this floor up: the lowest at which the output predicts it on no more training
@@ -295,18 +297,18 @@ class GuardDecision:
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
         The decision threshold ``LSNPC.predict`` applies to the output (``LSNPC.threshold_``; rules 26, 28b, 29d, 30,
-        30d, 36, 37, 39, 41, 48, 49, 50 and 51): chosen (:func:`choose_threshold`) on a validation triple of at least 20
-        rows or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels (fewer
-        than 40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`; with a given
-        encoder from :data:`GIVEN_ENCODER_LABELS_FLOOR`, rule 49); beside a smaller triple with a positive, with or
-        without the noisy labels (rules 48 and 50; from :data:`GIVEN_ENCODER_LABELS_FLOOR` with both a given encoder and
-        the noisy labels), the lowest of :func:`thresholds_within_label_count` against its labels, with
+        30d, 36, 37, 39, 41, 48, 49, 50, 51 and 52): chosen (:func:`choose_threshold`) on a validation triple of at
+        least 20 rows or, given the noisy labels and no such triple, on at least 20 held-out rows and their noisy labels
+        (fewer than 40, or beside a smaller triple that cannot count: among :func:`thresholds_within_label_count`; with
+        a given encoder from :data:`GIVEN_ENCODER_LABELS_FLOOR`, rule 49); beside a smaller triple with a positive, with
+        or without the noisy labels (rules 48 and 50; from :data:`GIVEN_ENCODER_LABELS_FLOOR` with a given encoder,
+        rules 50 and 52), the lowest of :func:`thresholds_within_label_count` against its labels, with
         :data:`COUNT_STANDARD_ERRORS` standard errors of their mean count as slack (rules 30 and 36; a base model handed
         back, or the output of a given encoder, is counted on the triple's rows, rules 37 and 39, there without the
-        slack unless the noisy labels were given, rule 51), and without any label
-        against the base model's expected count and 1.5 times the output's labels a row at 0.5 (rule 30d; from
-        :data:`GIVEN_ENCODER_NO_LABELS_FLOOR` instead of :data:`NOISY_THRESHOLD_FLOOR` for the output of a given
-        encoder, rule 41); 0.5 otherwise, or the ``threshold`` given to LSNPC.
+        slack unless the noisy labels were given, rule 51), and without any label against the base model's expected
+        count and 1.5 times the output's labels a row at 0.5 (rule 30d; from :data:`GIVEN_ENCODER_NO_LABELS_FLOOR`
+        instead of :data:`NOISY_THRESHOLD_FLOOR` for the output of a given encoder, rule 41); 0.5 otherwise, or the
+        ``threshold`` given to LSNPC.
     threshold_reason : str or None
         Where ``threshold`` came from, in words.
     label_thresholds : dict of int to float, or None
