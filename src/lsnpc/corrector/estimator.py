@@ -669,7 +669,8 @@ class LSNPC(BaseEstimator):
             unseen = guard.blend == 0.0 or given_encoder
             # rule 51: rule 36's slack is for the triple's mean as an estimate of the training rows' count; counted
             # on the triple's own rows (rules 37 and 39) the output and the labels are the same rows, and without the
-            # noisy labels the count is the triple's mean itself (not measured beside the noisy labels: rules 48, 50)
+            # noisy labels the count is the triple's mean itself. Not beside them (rules 48 and 50): there it moved
+            # none of its target's fits (rule 53, not adopted), and the rest of that mode was not measured
             paired = unseen and not labels
             # rule 44: rule 43's rare labels too, counted on the training rows (LSNPC's own encoder)
             return self._lowest_threshold_within_count(
