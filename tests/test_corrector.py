@@ -564,6 +564,51 @@ def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_valida
     np.testing.assert_array_equal(model.predict(X[415:], P[415:]), P[415:] >= model.threshold_)
 
 
+def test_a_flat_base_models_blend_is_tested_on_the_small_triple() -> None:
+    """Rule 55: beside a triple of fewer than 20 rows that cannot test, without the noisy labels and with LSNPC's
+    own encoder, a flat base model (sharpness below 0.05: the base MLP's first epoch on small sparse sets) is
+    blended in at the prior only where the triple scores that blend above the output alone (micro- + macro-F1,
+    each at the thresholds predict uses). A sharp base model, the noisy labels, a set prior, a given encoder or no
+    triple leave the rule out."""
+    from lsnpc.corrector.guard import FLAT_BASE_SHARPNESS, base_sharpness
+    from lsnpc.metrics import macro_f1
+
+    problem = make_noisy_problem(500, 0.15)
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    flat = np.clip(0.45 + np.random.default_rng(0).normal(0, 0.01, P.shape), 0, 1).astype(np.float32)
+    assert base_sharpness(flat[:300]) < FLAT_BASE_SHARPNESS <= base_sharpness(P[:300])
+    val = dict(X_val=X[400:415], y_val=Y[400:415])
+    model = LSNPC(random_state=0, **FAST).fit(X[:300], flat[:300], pred_probs_val=flat[400:415], **val)
+    guard = model.guard_
+    assert guard.mode == "no validation labels" and not guard.refused and "(rule 55)" in guard.reason
+    # here the triple scores the output alone higher: it is kept whole, and the score quoted is the triple's own
+    scored = model.predict(X[400:415], flat[400:415])
+    alone = micro_f1(Y[400:415], scored) + macro_f1(Y[400:415], scored)
+    assert guard.base_weight == 0.0 and guard.reason.startswith("prior base weight 0: a flat base model")
+    assert f"against {alone:.3f} for the output alone" in guard.reason, guard.reason
+    assert float(guard.reason.split("score ")[1].split(" ")[0]) <= alone
+    # the choice itself, both ways: a blend the triple scores higher is kept, with the reason of both
+    triple = (X[400:415], Y[400:415], (0.9 * Y[400:415] + 0.05).astype(np.float32))  # a base model that is right
+    blended = replace(guard, blend=0.0, reason="handed back", label_thresholds=None)
+    kept = model._flat_base_choice(blended, guard, triple, 0.01)
+    assert kept.blend == 0.0 and kept.reason.startswith("handed back; a flat base model (sharpness 0.01")
+    assert "score 2.000 in micro- + macro-F1" in kept.reason
+    assert model._flat_base_choice(replace(guard, blend=0.0), guard, (X[400:415], Y[400:415], flat[400:415]),
+                                   0.01).blend == 1.0  # the flat base model alone predicts nothing at 0.5
+    # where the rule does not reach, the prior blend stands (or the collapse check refuses)
+    for base, params, extra in (
+        (P, {}, {}),  # a sharp base model
+        (flat, {}, dict(labels=Y[:300])),  # the noisy labels
+        (flat, dict(guard_base_weight=NO_LABELS_BASE_WEIGHT), {}),  # a prior that is set
+        (flat, dict(encoder=torch.nn.Sequential(torch.nn.Linear(X.shape[1], 16), torch.nn.ReLU())), {}),
+    ):
+        other = LSNPC(random_state=0, **FAST, **params).fit(X[:300], base[:300], pred_probs_val=base[400:415],
+                                                            **val, **extra).guard_
+        assert "rule 55" not in (other.reason or ""), (params, extra, other.reason)
+    alone_fit = LSNPC(random_state=0, **FAST).fit(X[:300], flat[:300]).guard_
+    assert "rule 55" not in alone_fit.reason
+
+
 def _noisy_base(X: np.ndarray, Y: np.ndarray, rate: float, epochs: int = 100) -> MLPClassifier:
     """A base MLP trained ``epochs`` epochs on the first 300 rows of (X, Y) with ``rate`` symmetric noise on
     their labels; 100 epochs are long enough to memorise them: its trunk is the encoder rules 39 and 41 are

@@ -43,6 +43,7 @@ from .guard import (
     BASE_WEIGHTS,
     COUNT_STANDARD_ERRORS,
     DECISION_THRESHOLDS,
+    FLAT_BASE_SHARPNESS,
     GIVEN_ENCODER_BASE_WEIGHTS,
     GIVEN_ENCODER_LABELS_FLOOR,
     GIVEN_ENCODER_NO_LABELS_FLOOR,
@@ -55,6 +56,7 @@ from .guard import (
     NO_LABELS_THRESHOLD_GROWTH,
     THRESHOLD_SPREAD,
     GuardDecision,
+    base_sharpness,
     best_threshold,
     choose_threshold,
     decide_with_noisy_labels,
@@ -65,6 +67,7 @@ from .guard import (
     row_count_limit,
     thresholds_within_label_count,
 )
+from ..metrics import macro_f1, micro_f1
 from .inference import predict_corrected
 from .label_posterior import label_correction, label_posterior, label_quality, neighbour_label_rates, review
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
@@ -180,7 +183,11 @@ class LSNPC(BaseEstimator):
         Where no label tests the output at all (no validation triple and no ``labels=``, or a validation
         triple too small to test, ``labels=`` given or not), w = 0 where the labels are sparse and the
         base model's probabilities resolve little of their variance (``guard_.base_density`` < 0.1 and
-        ``guard_.base_sharpness`` < 0.4). A number given is used as it is, untested.
+        ``guard_.base_sharpness`` < 0.4). Beside a validation triple of fewer than 20 rows, without ``labels=`` and
+        with LSNPC's own encoder, w = 0 too where the base model is flat (its sharpness on the training rows below
+        ``FLAT_BASE_SHARPNESS``, 0.05) and the triple scores the output alone at least as high as the ⅓ blend, in
+        micro- + macro-F1 at the thresholds ``predict`` would use with each (rule 55; ``guard_.reason`` gives both
+        scores). A number given is used as it is, untested.
     threshold : float in (0, 1] or "auto"
         The decision threshold ``predict`` applies (``threshold_``; ``predict_proba`` is unchanged). "auto" (rule 26;
         docs/quality.md, "The decision threshold"): given a validation triple of at least 20 rows (where the guard can
@@ -566,9 +573,44 @@ class LSNPC(BaseEstimator):
                 and (triple is None or len(triple[1]) < MIN_VAL_ROWS)):
             rows = result.holdout_rows
             held_out = (Xa[rows], given[rows], P[rows])
-        self.guard_ = self._decide_threshold(guard, triple, labels=given is not None, clean=X_clean is not None,
-                                             held_out=held_out, training=(Xa, P, given, corrected_train))
+        def decide(decision: GuardDecision) -> GuardDecision:
+            return self._decide_threshold(decision, triple, labels=given is not None, clean=X_clean is not None,
+                                          held_out=held_out, training=(Xa, P, given, corrected_train))
+
+        self.guard_ = decide(guard)
+        # rule 55: beside a small triple that cannot test, a flat base model is blended in at the prior only where the
+        # triple scores that blend above the output alone
+        if (given is None and self.encoder is None and self.guard_base_weight == "auto" and triple is not None
+                and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1])) and guard.applied and not guard.refused
+                and (guard.mode == "no validation labels" or guard.untestable)
+                and abs(guard.blend - (1.0 - prior)) < 1e-9 and 0.0 < guard.blend < 1.0):
+            sharpness = base_sharpness(P)
+            if sharpness < FLAT_BASE_SHARPNESS:
+                self.guard_ = self._flat_base_choice(self.guard_, decide(replace(guard, blend=1.0)), triple, sharpness)
         return self
+
+    def _flat_base_choice(
+        self, blended: GuardDecision, alone: GuardDecision, triple: tuple[np.ndarray, ...], sharpness: float,
+    ) -> GuardDecision:
+        """Rule 55: ``alone`` (LSNPC's output without the base model, with its own threshold) where the validation
+        ``triple`` (X (m, d), labels (m, L), base probabilities (m, L)) scores it at least as high as ``blended`` (the
+        prior blend, with its threshold) in micro-F1 + macro-F1, each at the thresholds ``predict`` would use;
+        otherwise ``blended``. Either way the reason says so. ``sharpness``: the base model's
+        :func:`base_sharpness` on the training rows, below :data:`FLAT_BASE_SHARPNESS`."""
+        X_val, y_val, p_val = triple
+        scores = []
+        for decision in (blended, alone):
+            output = self._guarded(X_val, p_val, decision.blend)
+            limits = _label_thresholds(decision, self.n_labels_)
+            scores.append(micro_f1(y_val, output, limits) + macro_f1(y_val, output, limits))
+        (kept, dropped), n = scores, len(y_val)
+        flat = (f"a flat base model (sharpness {sharpness:.3g} < {FLAT_BASE_SHARPNESS:g}), whose blend the {n} "
+                f"validation rows score {kept:.3f} in micro- + macro-F1 against {dropped:.3f} for the output alone "
+                "(rule 55)")
+        if dropped >= kept - 1e-12:
+            return replace(alone, reason=f"prior base weight 0: {flat}", val_chosen_micro_f1=alone.val_output_micro_f1,
+                           val_chosen_macro_f1=alone.val_output_macro_f1)
+        return replace(blended, reason=f"{blended.reason}; {flat}")
 
     def _fit_student(
         self, X: np.ndarray, targets: np.ndarray, val: tuple[np.ndarray, ...] | None, *, seed: int
@@ -894,10 +936,7 @@ class LSNPC(BaseEstimator):
         in ``guard_.label_thresholds`` (rules 43 and 44, where a label count set the threshold) their own, lower
         one."""
         check_is_fitted(self, "model_")
-        out = np.full(self.n_labels_, self.guard_.threshold, dtype=np.float64)
-        for label, threshold in (self.guard_.label_thresholds or {}).items():
-            out[label] = threshold
-        return out
+        return _label_thresholds(self.guard_, self.n_labels_)
 
     def predict(self, X: Any, pred_probs: Any, threshold: float | None = None) -> np.ndarray:
         """Corrected 0/1 labels (n, L): ``predict_proba(X, pred_probs) >= threshold`` for every label; None:
@@ -1052,6 +1091,15 @@ class LSNPC(BaseEstimator):
         estimator.model_ = model
         estimator.device_ = dev
         return estimator
+
+
+def _label_thresholds(decision: GuardDecision, n_labels: int) -> np.ndarray:
+    """Each label's decision threshold under ``decision``, (n_labels,) float64: its ``threshold``, or for the labels in
+    its ``label_thresholds`` their own."""
+    out = np.full(n_labels, decision.threshold, dtype=np.float64)
+    for label, threshold in (decision.label_thresholds or {}).items():
+        out[label] = threshold
+    return out
 
 
 def _check_auto_or_int(value: Any, name: str) -> None:

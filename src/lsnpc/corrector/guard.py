@@ -161,7 +161,8 @@ __all__ = [
     "BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS", "GIVEN_ENCODER_BASE_WEIGHTS",
     "GIVEN_ENCODER_LABELS_FLOOR", "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
     "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS",
-    "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS", "NO_LABELS_THRESHOLD_GROWTH",
+    "FLAT_BASE_SHARPNESS", "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS",
+    "NO_LABELS_THRESHOLD_GROWTH",
     "RARE_LABEL_FLOOR", "THRESHOLD_SPREAD",
     "GuardDecision", "base_density", "base_sharpness", "best_threshold", "choose_threshold", "f1_from_counts",
     "decide_with_noisy_labels", "decide_with_validation", "decide_without_validation", "label_count_limit",
@@ -181,6 +182,12 @@ NO_LABELS_BASE_WEIGHT = 1 / 3
 # first) and the base model's probabilities resolve little of the labels' variance (below the second)
 NO_LABELS_MIN_DENSITY = 0.1
 NO_LABELS_MIN_SHARPNESS = 0.4
+# rule 55: beside a validation triple of fewer than MIN_VAL_ROWS rows that cannot test, without the noisy labels and
+# with LSNPC's own encoder, a base model whose probabilities resolve less than this share of the labels' variance
+# (:func:`base_sharpness`) is blended in at the prior only if the triple scores that blend above LSNPC's output alone.
+# On small sparse sets the base MLP's checkpoint is often its first epoch, flat at 0.01 (docs/quality.md, "A flat
+# base model's blend is tested on the small triple")
+FLAT_BASE_SHARPNESS = 0.05
 NOISY_LABELS_BASE_WEIGHT = 1 / 4
 NOISY_LABELS_CONFIDENCE = 0.5  # the noisy-label test: w = 0 unless it loses to the prior blend in this share of resamples
 _MIN_KEPT_POSITIVES = 0.4  # without labels: share of the base model's positives the output must keep
