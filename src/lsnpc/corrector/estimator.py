@@ -573,7 +573,8 @@ class LSNPC(BaseEstimator):
                 and (triple is None or len(triple[1]) < MIN_VAL_ROWS)):
             rows = result.holdout_rows
             held_out = (Xa[rows], given[rows], P[rows])
-        def decide(decision: GuardDecision) -> GuardDecision:
+
+        def decide(decision: GuardDecision) -> GuardDecision:  # the decision threshold for a guard's decision
             return self._decide_threshold(decision, triple, labels=given is not None, clean=X_clean is not None,
                                           held_out=held_out, training=(Xa, P, given, corrected_train))
 

@@ -299,7 +299,10 @@ class GuardDecision:
         Without validation labels: :func:`base_density` and :func:`base_sharpness` of the base model's
         probabilities on the training rows. Where no label tests the output (no validation triple and no
         noisy labels, or a validation triple that cannot test) the prior is 0 where both are low (below
-        :data:`NO_LABELS_MIN_DENSITY` and :data:`NO_LABELS_MIN_SHARPNESS`).
+        :data:`NO_LABELS_MIN_DENSITY` and :data:`NO_LABELS_MIN_SHARPNESS`). Beside a validation triple of fewer than
+        20 rows, without the noisy labels and with LSNPC's own encoder, a sharpness below
+        :data:`FLAT_BASE_SHARPNESS` lets the triple choose between the prior blend and the output alone (rule 55, in
+        ``LSNPC.fit``; ``reason`` gives both scores).
     val_base_micro_f1 ... val_chosen_macro_f1 : float or None
         Validation micro-/macro-F1 of the base model, of LSNPC's output and of the chosen blend.
     threshold : float in (0, 1]
