@@ -580,11 +580,12 @@ class LSNPC(BaseEstimator):
 
         self.guard_ = decide(guard)
         # rule 55: beside a small triple that cannot test, a flat base model is blended in at the prior only where the
-        # triple scores that blend above the output alone
+        # triple scores that blend above the output alone. The no-label rule took the prior: not the collapse check
+        # (blend 0), not rule 12 (blend 1), not a guard that did not run (no mode)
         if (given is None and self.encoder is None and self.guard_base_weight == "auto" and triple is not None
-                and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1])) and guard.applied and not guard.refused
+                and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1]))
                 and (guard.mode == "no validation labels" or guard.untestable)
-                and abs(guard.blend - (1.0 - prior)) < 1e-9 and 0.0 < guard.blend < 1.0):
+                and abs(guard.blend - (1.0 - prior)) < 1e-9):
             sharpness = base_sharpness(P)
             if sharpness < FLAT_BASE_SHARPNESS:
                 self.guard_ = self._flat_base_choice(self.guard_, decide(replace(guard, blend=1.0)), triple, sharpness)
