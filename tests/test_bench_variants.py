@@ -87,6 +87,31 @@ def test_clean_label_reference_is_the_base_model_where_nothing_was_flipped():
     assert noisy["base"]["micro"] != rows["base"]["micro"]
 
 
+def test_the_base_row_keeps_the_base_models_sharpness_and_no_flat_warning_escapes():
+    """bench_quality's base row records ``base_sharpness`` of the base model on the training rows (the same
+    setting built again gives the same model), and the flat-base warning of ``LSNPC.fit`` is silenced inside a
+    setting only: the caller's warning filters are as they were."""
+    import warnings
+
+    import torch
+    from bench_quality import prepare_setting, run_setting
+
+    from lsnpc.corrector.guard import base_sharpness
+
+    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
+    threads = torch.get_num_threads()
+    filters = list(warnings.filters)
+    try:
+        rows = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0, ("lsnpc-noval",), "", 0, None)}
+        s = prepare_setting(spec, "full", "symmetric", 0.3, 0, "", 0, None)
+    finally:
+        torch.set_num_threads(threads)
+    assert warnings.filters == filters
+    expected = base_sharpness(s["base"].predict_proba(s["X"][s["split"]["train"]]))
+    assert rows["base"]["base_sharpness"] == pytest.approx(expected, abs=1e-12)
+    assert 0.0 < expected < 1.0
+
+
 def test_label_issue_tables_say_how_many_mlp_seeds_each_retraining_averages(capsys):
     """bench_label_issues.print_tables names the retraining's MLP seeds; CSVs from before the option (no
     column) were one seed."""

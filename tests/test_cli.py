@@ -112,6 +112,29 @@ def test_fit_trains_on_a_validation_set_too_small_to_test_unless_told_to_validat
     assert json.loads(validated.stdout)["selection"].startswith("val_f1")
 
 
+def test_a_library_warning_is_one_line_that_names_the_flag(tmp_path: Path) -> None:
+    """fit on flat --probs (a base model that learned nothing) warns in one line ``warning: ...`` on
+    stderr that names --probs, not in Python's file-and-line format, and still saves the model; probabilities
+    that vary give no warning."""
+    X, Y = make_toy_multilabel(120, 6, 4, seed=2)
+    flat = np.clip(0.4 + np.random.default_rng(0).normal(0, 0.005, Y.shape), 0, 1)
+    sharp = np.clip(0.7 * Y + np.random.default_rng(0).uniform(0, 0.3, Y.shape), 0, 1)
+    for name, array in dict(X=X, flat=flat, sharp=sharp).items():
+        np.save(tmp_path / f"{name}.npy", array)
+    for probs, warned in (("flat", True), ("sharp", False)):
+        result = lsnpc("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / f"{probs}.npy", "--epochs", "1",
+                       "--set", "hidden_dim=16", "--set", "latent_dim=4", "--out", tmp_path / probs)
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / probs).is_dir()
+        lines = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+        assert "Warning:" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+        if warned:
+            assert len(lines) == 1 and lines[0].startswith("warning: --probs barely vary from row to row"), lines
+            assert "check how the base model was trained" in lines[0]
+        else:
+            assert not lines, lines
+
+
 @pytest.mark.slow
 def test_fit_then_correct_keeps_the_input_format(tmp_path: Path) -> None:
     X, Y = make_toy_multilabel(240, 6, 4, seed=2)

@@ -564,6 +564,35 @@ def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_valida
     np.testing.assert_array_equal(model.predict(X[415:], P[415:]), P[415:] >= model.threshold_)
 
 
+def test_fit_warns_when_the_base_probabilities_barely_vary() -> None:
+    """pred_probs whose sharpness is below FLAT_BASE_SHARPNESS (an untrained or first-epoch base model, or a
+    constant) get a UserWarning from fit that names pred_probs, the measured sharpness and mean, and what to check,
+    attributed to the caller's line; a trained base model's probabilities get none. The fit still completes."""
+    from lsnpc.corrector.guard import FLAT_BASE_SHARPNESS, base_sharpness
+
+    problem = make_noisy_problem(300, 0.15)
+    X, P = problem["X"], problem["P"]
+    flat = np.clip(0.45 + np.random.default_rng(0).normal(0, 0.01, P.shape), 0, 1).astype(np.float32)
+    for base, sharpness in ((flat, base_sharpness(flat)), (np.full_like(P, 0.3), 0.0)):
+        assert sharpness < FLAT_BASE_SHARPNESS
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = LSNPC(random_state=0, **FAST).fit(X, base)
+        flat_warnings = [w for w in caught if "pred_probs barely vary from row to row" in str(w.message)]
+        assert len(flat_warnings) == 1 and flat_warnings[0].category is UserWarning
+        message = str(flat_warnings[0].message)
+        measured = f"(sharpness {sharpness:.3g} < {FLAT_BASE_SHARPNESS:g}; mean probability {float(base.mean()):.3g})"
+        assert measured in message
+        assert "check how the base model was trained and which epoch was kept" in message
+        assert flat_warnings[0].filename == __file__
+        assert model.predict_proba(X[:5], base[:5]).shape == (5, P.shape[1])
+    assert base_sharpness(P) >= FLAT_BASE_SHARPNESS
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LSNPC(random_state=0, **FAST).fit(X, P)
+    assert not [w for w in caught if "barely vary" in str(w.message)]
+
+
 def test_a_flat_base_models_blend_is_tested_on_the_small_triple() -> None:
     """Rule 55: beside a triple of fewer than 20 rows that cannot test, without the noisy labels and with LSNPC's
     own encoder, a flat base model (sharpness below 0.05: the base MLP's first epoch on small sparse sets) is

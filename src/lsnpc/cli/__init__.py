@@ -8,6 +8,7 @@ stays fast. Every command follows the same conventions, for people and for scrip
 - progress bars (epochs and time left) go to stderr, and only when stderr is a terminal;
 - a user mistake (a missing file, a wrong shape, a bad parameter or config) ends with one line
   ``error: ...`` on stderr that names the command-line flag, and exit status 1 — never a traceback;
+- a warning from the library is one line ``warning: ...`` on stderr, in the same words (flags named);
 - files the user owns are never replaced without ``--force``.
 """
 

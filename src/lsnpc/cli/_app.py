@@ -8,6 +8,7 @@ import functools
 import json
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -92,6 +93,8 @@ def _user_errors(func: F | None = None, /, **flags: str) -> Any:
     ``flags`` maps the library's argument names in messages to this command's flags
     (``X="--features"``). Usable bare (``@_user_errors``) or with flags (``@_user_errors(X="--features")``).
     An unexpected exception (a bug) is one line too, exit status 2; ``LSNPC_TRACEBACK=1`` shows where.
+    A warning the library gives while the command runs (a flat base model, rows far from the training data) is
+    one yellow line ``warning: ...`` on stderr in the same words, not Python's file-and-line format.
     """
     if func is None:
         return functools.partial(_user_errors, **flags)
@@ -103,7 +106,9 @@ def _user_errors(func: F | None = None, /, **flags: str) -> Any:
         from lsnpc.data.download import DownloadError
 
         try:
-            return func(*args, **kwargs)
+            with warnings.catch_warnings():  # restores Python's own display when the command ends
+                warnings.showwarning = functools.partial(_warning_line, flags=flags)
+                return func(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
@@ -137,6 +142,13 @@ def _check_label_arrays(X: Any, Y: Any, P: Any) -> tuple[Any, Any]:
         raise ValueError(f"--labels has {Y.shape[1]} label columns, but --probs has {P.shape[1]}")
     check_same_n_samples(**{"--features": X, "--labels": Y, "--probs": P})
     return Y, P
+
+
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None, *, flags: Mapping[str, str]) -> None:
+    """``warnings.showwarning`` while a command runs: one yellow line on stderr, the library's argument names
+    replaced by the command's ``flags``."""
+    _stderr().print(f"[yellow]warning:[/] {escape(_say_flags(str(message), flags))}", highlight=False)
 
 
 def _error(message: str, flags: Mapping[str, str]) -> None:

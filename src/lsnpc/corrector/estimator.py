@@ -458,6 +458,9 @@ class LSNPC(BaseEstimator):
         if labels is not None:
             given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2)
             check_same_n_samples(pred_probs=P, labels=given)
+        sharpness = base_sharpness(P)
+        if sharpness < FLAT_BASE_SHARPNESS:
+            warnings.warn(_flat_base_warning(sharpness, P), UserWarning, stacklevel=2)
         d_shape, n_labels = Xa.shape[1:], P.shape[1]
         same = {"check_X": self._check_X, "sample_shape": d_shape, "n_labels": n_labels}
         clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **same)
@@ -586,7 +589,6 @@ class LSNPC(BaseEstimator):
                 and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1]))
                 and (guard.mode == "no validation labels" or guard.untestable)
                 and abs(guard.blend - (1.0 - prior)) < 1e-9):
-            sharpness = base_sharpness(P)
             if sharpness < FLAT_BASE_SHARPNESS:
                 self.guard_ = self._flat_base_choice(self.guard_, decide(replace(guard, blend=1.0)), triple, sharpness)
         return self
@@ -1093,6 +1095,18 @@ class LSNPC(BaseEstimator):
         estimator.model_ = model
         estimator.device_ = dev
         return estimator
+
+
+def _flat_base_warning(sharpness: float, P: np.ndarray) -> str:
+    """The warning ``fit`` gives for base probabilities ``P`` (n, L) whose :func:`base_sharpness` is below
+    :data:`FLAT_BASE_SHARPNESS`: what was measured, what it usually means, and what to check."""
+    return (
+        f"pred_probs barely vary from row to row: they resolve {sharpness:.1%} of the labels' variance (sharpness "
+        f"{sharpness:.3g} < {FLAT_BASE_SHARPNESS:g}; mean probability {float(P.mean()):.3g}). A base model this flat "
+        "(untrained, an early checkpoint, or one that learned little more than each label's frequency) leaves "
+        "LSNPC little to correct, and the corrected output may be no better than the base model's: check how the "
+        "base model was trained and which epoch was kept. guard_ says how much of the base model the output keeps"
+    )
 
 
 def _label_thresholds(decision: GuardDecision, n_labels: int) -> np.ndarray:
