@@ -969,6 +969,36 @@ def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> 
     assert 0.0 in own.guard_.loss_support and own.guard_.reason is None
 
 
+def test_lsnpcs_own_output_beside_a_triple_under_30_rows_is_taken_only_blended() -> None:
+    """Rule 59: with LSNPC's own encoder, a validation triple of MIN_VAL_ROWS to HALF_BLEND_ROWS - 1 (20-29) rows
+    that can test makes the output a guard candidate only blended half with the base model, as rule 42 does for a
+    given encoder: where the default candidates would keep it whole (here on 29 rows), it is taken half blended,
+    and the reason says why. From 30 rows the unblended output is tried first again (kept whole here)."""
+    from lsnpc.corrector.guard import HALF_BLEND_ROWS, MIN_VAL_ROWS, decide_with_validation
+
+    assert (MIN_VAL_ROWS, HALF_BLEND_ROWS) == (20, 30)
+    X, Y = make_toy_multilabel(600, 16, 8, seed=1)
+    P = _noisy_base(X, Y, 0.3, epochs=10).predict_proba(X)
+    rows = slice(300, 329)
+    model = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(
+        X[:300], P[:300], X_val=X[rows], y_val=Y[rows], pred_probs_val=P[rows])
+    guard = model.guard_
+    assert guard.mode == "validation" and not guard.untestable
+    assert guard.base_weight == 0.5 and set(guard.loss_support) == {0.5}
+    assert guard.reason == ("beside 29 validation rows, fewer than 30, the output is a candidate only blended at "
+                            "least half with the base model (rule 59)") and guard.reason in guard.summary()
+    # the default candidates, on the same output and the same resamples, would have kept it whole
+    whole = decide_with_validation(Y[rows], model._output(X[rows], P[rows]), P[rows],
+                                   confidence=float(model.guard_confidence),
+                                   rng=np.random.default_rng(model.predict_seed_))
+    assert whole.base_weight == 0.0 and whole.gain_interval_90 == guard.gain_interval_90
+    new = model.predict_proba(X[400:], P[400:])
+    np.testing.assert_allclose(new, 0.5 * model._output(X[400:], P[400:]) + 0.5 * P[400:], rtol=1e-6)
+    wider = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(
+        X[:300], P[:300], X_val=X[300:330], y_val=Y[300:330], pred_probs_val=P[300:330]).guard_
+    assert wider.base_weight == 0.0 and 0.0 in wider.loss_support and wider.reason is None
+
+
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:
     """Rules 26, 28b, 29d, 30 and 30d where no labelled rows choose or count: 0.5 with noisy labels that did
     not choose the epoch, with a clean set alone, with guard=False and for the paper's recipe (lower

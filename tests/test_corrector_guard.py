@@ -11,8 +11,8 @@ from sklearn.metrics import f1_score
 
 from lsnpc.corrector.guard import (
     BASE_WEIGHTS,
+    BLENDED_BASE_WEIGHTS,
     DECISION_THRESHOLDS,
-    GIVEN_ENCODER_BASE_WEIGHTS,
     NO_LABELS_BASE_WEIGHT,
     NO_LABELS_MIN_DENSITY,
     NO_LABELS_MIN_SHARPNESS,
@@ -81,7 +81,7 @@ def test_a_clearly_worse_output_falls_back_to_the_base_model() -> None:
 
 
 def test_a_given_encoders_candidates_start_at_the_half_blend() -> None:
-    """Rule 42: with GIVEN_ENCODER_BASE_WEIGHTS the unblended output is not a candidate; an output that the
+    """Rule 42: with BLENDED_BASE_WEIGHTS the unblended output is not a candidate; an output that the
     default candidates keep whole is taken half blended, and the evidence about the output itself (its scores,
     the gain interval) is the same either way."""
     y = _labels()
@@ -90,8 +90,8 @@ def test_a_given_encoders_candidates_start_at_the_half_blend() -> None:
     output = np.clip(0.8 * y + 0.1, 0, 1)
     whole = _decide(y, output, base)
     half = decide_with_validation(y, output, base, confidence=0.75, rng=np.random.default_rng(0),
-                                  candidates=GIVEN_ENCODER_BASE_WEIGHTS)
-    assert BASE_WEIGHTS[0] == 0.0 and GIVEN_ENCODER_BASE_WEIGHTS == (0.5, 1.0)
+                                  candidates=BLENDED_BASE_WEIGHTS)
+    assert BASE_WEIGHTS[0] == 0.0 and BLENDED_BASE_WEIGHTS == (0.5, 1.0)
     assert whole.base_weight == 0.0 and half.base_weight == 0.5
     assert set(half.loss_support) == {0.5} and half.loss_support[0.5] < 0.75
     assert half.gain_interval_90 == whole.gain_interval_90
@@ -100,7 +100,7 @@ def test_a_given_encoders_candidates_start_at_the_half_blend() -> None:
     assert half.val_chosen_micro_f1 == pytest.approx(f1_score(y, blended, average="micro", zero_division=0))
     # a half blend that loses hands the base model back
     worse = decide_with_validation(y, 1 - base, base, confidence=0.75, rng=np.random.default_rng(0),
-                                   candidates=GIVEN_ENCODER_BASE_WEIGHTS)
+                                   candidates=BLENDED_BASE_WEIGHTS)
     assert worse.base_weight == 1.0 and set(worse.loss_support) == {0.5}
     for bad in ((), (0.0, 0.5), (0.5, 1.5, 1.0)):
         with pytest.raises(ValueError, match="candidates must be base weights in \\[0, 1\\] ending with 1.0"):
