@@ -59,8 +59,8 @@ LSNPC methods are scored as ``LSNPC.predict`` decides, at the fitted decision th
 (rule 26; 0.5 for ``LSNPC.paper()``) and the rare labels' own (``label_thresholds_``, rules 43 and 44; their
 count is ``own_thresholds``); each row also keeps the scores at 0.5 (``micro_at_half``,
 ``macro_at_half``) and the threshold. The base model's row keeps its ``base_sharpness`` on the training rows
-(``lsnpc.corrector.guard.base_sharpness``; under 0.05 ``LSNPC.fit`` warns of a flat base model, a warning the
-benchmark silences because its early checkpoints are often flat).
+(``lsnpc.corrector.guard.base_sharpness``; under 0.05 around a mean of 0.1 or more ``LSNPC.fit`` warns of a flat
+base model, a warning the benchmark silences because its early checkpoints are often flat).
 
 Prints, per setting, the mean over seeds of test micro/macro-F1 (×100) and the change against the
 base model, then a summary against the quality bar of issue 9 for each mode (with / without clean

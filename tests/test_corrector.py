@@ -565,32 +565,39 @@ def test_a_base_model_handed_back_beside_a_small_triple_is_counted_on_the_valida
 
 
 def test_fit_warns_when_the_base_probabilities_barely_vary() -> None:
-    """pred_probs whose sharpness is below FLAT_BASE_SHARPNESS (an untrained or first-epoch base model, or a
-    constant) get a UserWarning from fit that names pred_probs, the measured sharpness and mean, and what to check,
-    attributed to the caller's line; a trained base model's probabilities get none. The fit still completes."""
-    from lsnpc.corrector.guard import FLAT_BASE_SHARPNESS, base_sharpness
+    """pred_probs whose sharpness is below FLAT_BASE_SHARPNESS around a mean of NO_LABELS_MIN_DENSITY or more (an
+    untrained or first-epoch base model, or a constant) get a UserWarning from fit that names pred_probs, the
+    measured sharpness and mean, and what to check, attributed to the caller's line; the fit still completes. A
+    trained base model's probabilities get none, and neither do flat ones around a small mean (a weak but trained
+    model on very sparse labels, where LSNPC gains)."""
+    from lsnpc.corrector.guard import FLAT_BASE_SHARPNESS, NO_LABELS_MIN_DENSITY, base_sharpness
 
     problem = make_noisy_problem(300, 0.15)
     X, P = problem["X"], problem["P"]
-    flat = np.clip(0.45 + np.random.default_rng(0).normal(0, 0.01, P.shape), 0, 1).astype(np.float32)
+    noise = np.random.default_rng(0).normal(0, 0.01, P.shape)
+    flat = np.clip(0.45 + noise, 0, 1).astype(np.float32)
     for base, sharpness in ((flat, base_sharpness(flat)), (np.full_like(P, 0.3), 0.0)):
-        assert sharpness < FLAT_BASE_SHARPNESS
+        assert sharpness < FLAT_BASE_SHARPNESS and base.mean() >= NO_LABELS_MIN_DENSITY
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model = LSNPC(random_state=0, **FAST).fit(X, base)
         flat_warnings = [w for w in caught if "pred_probs barely vary from row to row" in str(w.message)]
         assert len(flat_warnings) == 1 and flat_warnings[0].category is UserWarning
         message = str(flat_warnings[0].message)
-        measured = f"(sharpness {sharpness:.3g} < {FLAT_BASE_SHARPNESS:g}; mean probability {float(base.mean()):.3g})"
+        measured = f"(sharpness {sharpness:.3g} < {FLAT_BASE_SHARPNESS:g}) around a mean probability of " \
+                   f"{float(base.mean()):.3g}."
         assert measured in message
         assert "check how the base model was trained and which epoch was kept" in message
         assert flat_warnings[0].filename == __file__
         assert model.predict_proba(X[:5], base[:5]).shape == (5, P.shape[1])
+    sparse = np.clip(0.03 + 0.3 * noise, 0, 1).astype(np.float32)  # flat, around a sparse label's frequency
+    assert base_sharpness(sparse) < FLAT_BASE_SHARPNESS and sparse.mean() < NO_LABELS_MIN_DENSITY
     assert base_sharpness(P) >= FLAT_BASE_SHARPNESS
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        LSNPC(random_state=0, **FAST).fit(X, P)
-    assert not [w for w in caught if "barely vary" in str(w.message)]
+    for base in (P, sparse):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            LSNPC(random_state=0, **FAST).fit(X, base)
+        assert not [w for w in caught if "barely vary" in str(w.message)]
 
 
 def test_a_flat_base_models_blend_is_tested_on_the_small_triple() -> None:
