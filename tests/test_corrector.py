@@ -951,8 +951,8 @@ def test_beside_the_noisy_labels_a_small_triple_still_counts() -> None:
 def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> None:
     """Rule 42: beside a validation triple that can test it, the output of a given encoder (here the trunk of a
     base MLP trained 10 epochs on 30% noisy labels) is a guard candidate only blended half with the base model:
-    where the default candidates would keep it whole, it is taken half blended. LSNPC's own encoder still tries
-    the unblended output first."""
+    where the default candidates would keep it whole, it is taken half blended. LSNPC's own encoder is blended too
+    since rules 59 and 60, under its own reason."""
     from lsnpc.corrector.guard import decide_with_validation
 
     X, Y = make_toy_multilabel(600, 16, 8, seed=1)
@@ -972,38 +972,35 @@ def test_a_given_encoders_output_is_taken_only_blended_with_the_base_model() -> 
     new = model.predict_proba(X[400:], P[400:])
     np.testing.assert_allclose(new, 0.5 * model._output(X[400:], P[400:]) + 0.5 * P[400:], rtol=1e-6)
     np.testing.assert_array_equal(model.predict(X[400:], P[400:]), new >= model.threshold_)
-    own = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(X[:300], P[:300], **triple)
-    assert 0.0 in own.guard_.loss_support and own.guard_.reason is None
+    own = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(X[:300], P[:300], **triple).guard_
+    assert own.base_weight >= 0.5 and 0.0 not in own.loss_support and "rules 59 and 60" in own.reason
 
 
-def test_lsnpcs_own_output_beside_a_triple_under_30_rows_is_taken_only_blended() -> None:
-    """Rule 59: with LSNPC's own encoder, a validation triple of MIN_VAL_ROWS to HALF_BLEND_ROWS - 1 (20-29) rows
-    that can test makes the output a guard candidate only blended half with the base model, as rule 42 does for a
-    given encoder: where the default candidates would keep it whole (here on 29 rows), it is taken half blended,
-    and the reason says why. From 30 rows the unblended output is tried first again (kept whole here)."""
-    from lsnpc.corrector.guard import HALF_BLEND_ROWS, MIN_VAL_ROWS, decide_with_validation
+def test_lsnpcs_own_output_beside_any_triple_is_taken_only_blended() -> None:
+    """Rules 59 and 60: with LSNPC's own encoder, a validation triple that can test makes the output a guard
+    candidate only blended half with the base model, as rule 42 does for a given encoder, whatever the triple's size:
+    where the default candidates of decide_with_validation (BASE_WEIGHTS, the whole output first) would keep it whole
+    (here on 29 and on 30 rows), it is taken half blended, and the reason says why."""
+    from lsnpc.corrector.guard import BASE_WEIGHTS, decide_with_validation
 
-    assert (MIN_VAL_ROWS, HALF_BLEND_ROWS) == (20, 30)
+    assert BASE_WEIGHTS[0] == 0.0
     X, Y = make_toy_multilabel(600, 16, 8, seed=1)
     P = _noisy_base(X, Y, 0.3, epochs=10).predict_proba(X)
-    rows = slice(300, 329)
-    model = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(
-        X[:300], P[:300], X_val=X[rows], y_val=Y[rows], pred_probs_val=P[rows])
-    guard = model.guard_
-    assert guard.mode == "validation" and not guard.untestable
-    assert guard.base_weight == 0.5 and set(guard.loss_support) == {0.5}
-    assert guard.reason == ("beside 29 validation rows, fewer than 30, the output is a candidate only blended at "
-                            "least half with the base model (rule 59)") and guard.reason in guard.summary()
-    # the default candidates, on the same output and the same resamples, would have kept it whole
-    whole = decide_with_validation(Y[rows], model._output(X[rows], P[rows]), P[rows],
-                                   confidence=float(model.guard_confidence),
-                                   rng=np.random.default_rng(model.predict_seed_))
-    assert whole.base_weight == 0.0 and whole.gain_interval_90 == guard.gain_interval_90
-    new = model.predict_proba(X[400:], P[400:])
-    np.testing.assert_allclose(new, 0.5 * model._output(X[400:], P[400:]) + 0.5 * P[400:], rtol=1e-6)
-    wider = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(
-        X[:300], P[:300], X_val=X[300:330], y_val=Y[300:330], pred_probs_val=P[300:330]).guard_
-    assert wider.base_weight == 0.0 and 0.0 in wider.loss_support and wider.reason is None
+    for rows in (slice(300, 329), slice(300, 330)):
+        model = LSNPC(random_state=0, **dict(FAST, epochs=10)).fit(
+            X[:300], P[:300], X_val=X[rows], y_val=Y[rows], pred_probs_val=P[rows])
+        guard = model.guard_
+        assert guard.mode == "validation" and not guard.untestable
+        assert guard.base_weight == 0.5 and set(guard.loss_support) == {0.5}
+        assert guard.reason == ("the output is a candidate only blended at least half with the base model (rules 59 "
+                                "and 60)") and guard.reason in guard.summary()
+        # the whole output first, on the same output and the same resamples, would have been kept
+        whole = decide_with_validation(Y[rows], model._output(X[rows], P[rows]), P[rows],
+                                       confidence=float(model.guard_confidence),
+                                       rng=np.random.default_rng(model.predict_seed_))
+        assert whole.base_weight == 0.0 and whole.gain_interval_90 == guard.gain_interval_90
+        new = model.predict_proba(X[400:], P[400:])
+        np.testing.assert_allclose(new, 0.5 * model._output(X[400:], P[400:]) + 0.5 * P[400:], rtol=1e-6)
 
 
 def test_the_decision_threshold_is_one_half_without_rows_that_can_test(problem: dict[str, np.ndarray]) -> None:

@@ -40,14 +40,12 @@ from .._validation import (
 )
 from .config import ModelSpec, TrainingConfig, build_model
 from .guard import (
-    BASE_WEIGHTS,
     BLENDED_BASE_WEIGHTS,
     COUNT_STANDARD_ERRORS,
     DECISION_THRESHOLDS,
     FLAT_BASE_SHARPNESS,
     GIVEN_ENCODER_LABELS_FLOOR,
     GIVEN_ENCODER_NO_LABELS_FLOOR,
-    HALF_BLEND_ROWS,
     MIN_VAL_ROWS,
     NO_LABELS_BASE_WEIGHT,
     NO_LABELS_MIN_DENSITY,
@@ -168,8 +166,8 @@ class LSNPC(BaseEstimator):
         ``student_info_["weight"]``). False: the correction alone.
     guard : bool
         Mix the base model back in: output = (1 − w) · LSNPC + w · base. With clean validation labels w is the first
-        of 0, ½, 1 (½, 1 for the output of a given ``encoder``, rule 42, or beside a validation triple of fewer than
-        30 rows, ``HALF_BLEND_ROWS``, rule 59) that does not lose micro- or macro-F1 to the base model in
+        of ½, 1 (``BLENDED_BASE_WEIGHTS``: rule 42 for a given ``encoder``, rules 59 and 60 for LSNPC's own; the
+        output whole, w = 0, is not a candidate) that does not lose micro- or macro-F1 to the base model in
         ``guard_confidence`` of 500 bootstrap resamples of the validation set; without them (or when the validation
         set cannot test the output: fewer than 20 rows, no positive label, or output and base model differing on
         fewer than 3 of its entries) w = ``guard_base_weight``, or 1 when the output is implausible on the training
@@ -661,21 +659,18 @@ class LSNPC(BaseEstimator):
 
         if val is not None:
             X_val, y_val, p_val = val
-            # rule 42: a given encoder's output is taken only blended at least half with the base model; rule 59:
-            # so is LSNPC's own beside a triple of fewer than HALF_BLEND_ROWS rows
-            few = len(y_val) < HALF_BLEND_ROWS
+            # rule 42: a given encoder's output is taken only blended at least half with the base model; rules 59 and
+            # 60: so is LSNPC's own, beside a triple of any size (a triple's bootstrap kept it whole where it lost)
             decision = decide_with_validation(
                 y_val, self._output(X_val, p_val), p_val, confidence=float(self.guard_confidence),
                 rng=np.random.default_rng(self.predict_seed_), untestable=without_labels,
-                candidates=BLENDED_BASE_WEIGHTS if self._encoder_given or few else BASE_WEIGHTS,
+                candidates=BLENDED_BASE_WEIGHTS,
             )
-            if self._encoder_given and not decision.untestable:
-                decision = replace(decision, reason="a given encoder's output is a candidate only blended at least "
-                                                    "half with the base model (rule 42)")
-            elif few and not decision.untestable:
+            if not decision.untestable:
                 decision = replace(decision, reason=(
-                    f"beside {len(y_val)} validation rows, fewer than {HALF_BLEND_ROWS}, the output is a candidate "
-                    "only blended at least half with the base model (rule 59)"))
+                    "a given encoder's output is a candidate only blended at least half with the base model (rule 42)"
+                    if self._encoder_given else
+                    "the output is a candidate only blended at least half with the base model (rules 59 and 60)"))
             return decision
         return without_labels()
 

@@ -2,8 +2,9 @@
 
 The estimator's output is ``(1 − w) · output + w · base`` with a base weight w chosen here.
 
-**With clean validation labels** (:func:`decide_with_validation`) the candidates are w = 0 (the output
-as it is), ½ and 1 (the base model), tried in that order: the first one that does *not* lose to the base
+**With clean validation labels** (:func:`decide_with_validation`) the candidates were w = 0 (the output
+as it is), ½ and 1 (the base model; ½ and 1 alone since rules 42, 59 and 60, below), tried in that order: the
+first one that does *not* lose to the base
 model — micro- or macro-F1 lower — in at least ``confidence`` of 500 bootstrap resamples of the
 validation set is taken (the base model itself always qualifies). With the default confidence of 0.4 a
 candidate is passed over when it loses in two resamples of five. The first version of this guard passed
@@ -28,13 +29,14 @@ at 395 rows: −4.0 micro-F1 in one seed), while the ½ blend gained in every su
 with a rule written down before the runs, on eight configurations (120 fits; 0% term −1.00 → −0.66, mean
 gain at 30–50% noise +7.99 / +6.39 → +8.82 / +6.52), and confirmed on seven never run before (23–28-row
 triples: +9.20 / +7.39 → +9.70 / +7.38, worst +1.70 → +1.45, 0% −0.00 → +0.41; docs/quality.md, "A given
-encoder's output is blended at least half"). LSNPC's own encoder keeps the three candidates from
-:data:`HALF_BLEND_ROWS` (30) validation rows up; beside a triple of 20–29 rows its output too is a candidate only
-blended (rule 59): there the bootstrap kept the whole output where it lost at 0% noise (a redrawn emotions-like
-stand-in with a 20-row triple, −0.52 micro-F1). Chosen with a rule written down before the runs on 24
-configurations with 20–32-row triples (360 fits: +8.56 / +7.87, worst +0.19, 0% −0.52 → +9.00 / +7.74, +0.47,
-+0.02) and confirmed on seven never run before (docs/quality.md, "LSNPC's own output beside a triple of under 30
-rows is blended at least half").
+encoder's output is blended at least half"). Since rules 59 and 60 LSNPC's own output is a candidate only
+blended too, beside a triple of any size: the bootstrap of 20–29 rows kept it whole where it lost at 0% noise (a
+redrawn emotions-like stand-in, −0.52 micro-F1; rule 59), and on 30–75-row triples the ½ floor raised both means
+(rule 60: 23 configurations, +9.90 / +8.78 → +11.62 / +9.82 at 30–50% noise, worst setting +0.90 → +1.40, 0%
++0.00 → −0.19; delicious at 1,500 rows +8.70 → +18.13 micro-F1). Each was chosen with a rule written down before
+its runs and confirmed on configurations never run before (docs/quality.md, "LSNPC's own output beside a triple of
+under 30 rows is blended at least half" and "... beside any triple"). :data:`BASE_WEIGHTS`, with the whole output
+first, stays :func:`decide_with_validation`'s default for callers of their own.
 
 **Without clean labels** (:func:`decide_without_validation`) nothing can be tested, so the base weight
 is a fixed prior (``base_weight``, ⅓ by default). Chosen on scene, yeast and synthetic (same bench):
@@ -165,7 +167,7 @@ import numpy as np
 
 __all__ = [
     "BASE_WEIGHTS", "BLENDED_BASE_WEIGHTS", "COUNT_STANDARD_ERRORS", "DECISION_THRESHOLDS",
-    "GIVEN_ENCODER_LABELS_FLOOR", "GIVEN_ENCODER_NO_LABELS_FLOOR", "HALF_BLEND_ROWS", "MIN_VAL_ROWS",
+    "GIVEN_ENCODER_LABELS_FLOOR", "GIVEN_ENCODER_NO_LABELS_FLOOR", "MIN_VAL_ROWS",
     "NOISY_LABELS_BASE_WEIGHT", "NOISY_LABELS_CONFIDENCE", "NOISY_THRESHOLD_FLOOR", "NOISY_THRESHOLD_MIN_ROWS",
     "FLAT_BASE_SHARPNESS", "NO_LABELS_BASE_WEIGHT", "NO_LABELS_MIN_DENSITY", "NO_LABELS_MIN_SHARPNESS",
     "NO_LABELS_THRESHOLD_GROWTH",
@@ -175,15 +177,12 @@ __all__ = [
     "rare_label_thresholds", "row_count_limit", "thresholds_within_label_count",
 ]
 
-BASE_WEIGHTS = (0.0, 0.5, 1.0)  # the validation guard's candidates, tried in this order
+BASE_WEIGHTS = (0.0, 0.5, 1.0)  # decide_with_validation's default candidates, tried in this order
 # rule 42: for the output of a given encoder (the base model's trunk) the unblended output is not a candidate: on
 # triples of 20-56 rows it was taken where it lost (scene at 0% noise, -4.0 micro-F1), and the half blend gained
-# (docs/quality.md, "A given encoder's output is blended at least half")
+# (docs/quality.md, "A given encoder's output is blended at least half"); rules 59 and 60: LSNPC's own output too,
+# beside a triple of any size (docs/quality.md, "LSNPC's own output ... is blended at least half")
 BLENDED_BASE_WEIGHTS = (0.5, 1.0)
-# rule 59: below this many validation rows (from MIN_VAL_ROWS) LSNPC's own output too is a candidate only blended
-# (BLENDED_BASE_WEIGHTS): a 20-29-row bootstrap kept it whole where it lost at 0% noise (docs/quality.md, "LSNPC's
-# own output beside a triple of under 30 rows is blended at least half")
-HALF_BLEND_ROWS = 30
 _N_BOOT = 500
 _THIN_INTERVAL = 0.10  # a 90% bootstrap interval of the F1 difference wider than this: thin evidence
 # the no-label prior w: without any label, and when the noisy training labels chose the epoch
@@ -599,8 +598,7 @@ def decide_with_validation(
     entries, or ``y_val`` has no positive entry (F1 is then 0 for every candidate), it gives the no-label
     decision (:func:`decide_without_validation` on the training rows), which is then taken; None keeps
     the bootstrap's decision. ``candidates``: the base weights tried, in order, ending with 1 (the base
-    model); :data:`BLENDED_BASE_WEIGHTS` for the output of a given encoder (rule 42) or beside fewer than
-    :data:`HALF_BLEND_ROWS` validation rows (rule 59). The gain
+    model); the estimator passes :data:`BLENDED_BASE_WEIGHTS` (rules 42, 59 and 60). The gain
     interval and the output's scores are those of the unblended output (w = 0) either way.
     """
     if not candidates or candidates[-1] != 1.0 or any(not 0.0 <= w <= 1.0 for w in candidates):
