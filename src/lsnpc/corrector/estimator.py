@@ -56,6 +56,7 @@ from .guard import (
     NO_LABELS_THRESHOLD_GROWTH,
     THRESHOLD_SPREAD,
     GuardDecision,
+    base_density,
     base_sharpness,
     best_threshold,
     choose_threshold,
@@ -458,9 +459,9 @@ class LSNPC(BaseEstimator):
         if labels is not None:
             given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2)
             check_same_n_samples(pred_probs=P, labels=given)
-        sharpness = base_sharpness(P)
-        if sharpness < FLAT_BASE_SHARPNESS and float(P.mean()) >= NO_LABELS_MIN_DENSITY:
-            warnings.warn(_flat_base_warning(sharpness, P), UserWarning, stacklevel=2)
+        sharpness, density = base_sharpness(P), base_density(P)
+        if sharpness < FLAT_BASE_SHARPNESS and density >= NO_LABELS_MIN_DENSITY:
+            warnings.warn(_flat_base_warning(sharpness, density), UserWarning, stacklevel=2)
         d_shape, n_labels = Xa.shape[1:], P.shape[1]
         same = {"check_X": self._check_X, "sample_shape": d_shape, "n_labels": n_labels}
         clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **same)
@@ -588,9 +589,8 @@ class LSNPC(BaseEstimator):
         if (given is None and self.encoder is None and self.guard_base_weight == "auto" and triple is not None
                 and len(triple[1]) < MIN_VAL_ROWS and bool(np.any(triple[1]))
                 and (guard.mode == "no validation labels" or guard.untestable)
-                and abs(guard.blend - (1.0 - prior)) < 1e-9):
-            if sharpness < FLAT_BASE_SHARPNESS:
-                self.guard_ = self._flat_base_choice(self.guard_, decide(replace(guard, blend=1.0)), triple, sharpness)
+                and abs(guard.blend - (1.0 - prior)) < 1e-9 and sharpness < FLAT_BASE_SHARPNESS):
+            self.guard_ = self._flat_base_choice(self.guard_, decide(replace(guard, blend=1.0)), triple, sharpness)
         return self
 
     def _flat_base_choice(
@@ -1100,16 +1100,17 @@ class LSNPC(BaseEstimator):
         return estimator
 
 
-def _flat_base_warning(sharpness: float, P: np.ndarray) -> str:
-    """The warning ``fit`` gives for base probabilities ``P`` (n, L) whose :func:`base_sharpness` is below
-    :data:`FLAT_BASE_SHARPNESS` while their mean is :data:`NO_LABELS_MIN_DENSITY` or more: flat probabilities that
-    sit well above a sparse label's frequency, as an untrained sigmoid's or a first epoch's do (docs/quality.md,
-    "Not adopted: no blend with a flat base model beside a given encoder's output"). A flat base model with a small
-    mean is what a weak but trained model on very sparse labels looks like (delicious), and LSNPC gains there, so it
-    gets no warning. The message says what was measured, what it usually means, and what to check."""
+def _flat_base_warning(sharpness: float, density: float) -> str:
+    """The warning ``fit`` gives for base probabilities whose :func:`base_sharpness` (``sharpness``) is below
+    :data:`FLAT_BASE_SHARPNESS` while their mean (:func:`base_density`, ``density``) is :data:`NO_LABELS_MIN_DENSITY` or
+    more: flat probabilities that sit well above a sparse label's frequency, as an untrained sigmoid's or a first
+    epoch's do (docs/quality.md, "Not adopted: no blend with a flat base model beside a given encoder's output"). A flat
+    base model with a small mean is what a weak but trained model on very sparse labels looks like (delicious), and
+    LSNPC gains there, so it gets no warning. The message says what was measured, what it usually means, and what to
+    check."""
     return (
         f"pred_probs barely vary from row to row: they resolve {sharpness:.1%} of the labels' variance (sharpness "
-        f"{sharpness:.3g} < {FLAT_BASE_SHARPNESS:g}) around a mean probability of {float(P.mean()):.3g}. A base model "
+        f"{sharpness:.3g} < {FLAT_BASE_SHARPNESS:g}) around a mean probability of {density:.3g}. A base model "
         "like this (untrained, or an early checkpoint) leaves LSNPC little to correct, and the corrected output may "
         "be no better than the base model's: check how the base model was trained and which epoch was kept. guard_ "
         "says how much of the base model the output keeps"
