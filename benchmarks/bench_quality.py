@@ -14,12 +14,12 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc-noguard      LSNPC(guard=False): the student and the correction, no base model mixed in
   lsnpc-nostudent    LSNPC(student=False): the correction alone, guarded
   lsnpc-correction   LSNPC(student=False, guard=False): the correction alone, unguarded
-  lsnpc-elbo         LSNPC(selection="noisy_elbo") with the val0 triple: the held-out noisy ELBO chooses the
-                     epoch (on the 2,000-step schedule of a fit with a triple) and the triple only tests the
+  lsnpc-elbo         LSNPC(selection="noisy_elbo", min_steps=2000) with the val0 triple: the held-out noisy ELBO
+                     chooses the epoch on the 2,000-step schedule a triple buys, and the triple only tests the
                      output and chooses the threshold (rule 63, not adopted: docs/quality.md, "Not adopted: a
                      lower threshold that must beat 0.5 in each F1, an epoch the triple does not choose")
-  lsnpc-elbo600      the same on the 600-step schedule of a fit without labels (min_steps=600; rule 63b, not
-                     adopted)
+  lsnpc-elbo600      the same on the 600-step schedule of a fit without labels (min_steps=600, what
+                     selection="noisy_elbo" runs by itself since 2026-11-29; rule 63b, not adopted)
   lsnpc-trunk        LSNPC(encoder=base.trunk_)
   lsnpc-trunk-labels LSNPC(encoder=base.trunk_) given the noisy training labels as well (as lsnpc-labels)
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
@@ -89,7 +89,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" / "data"))
 VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
-            "lsnpc-correction": dict(student=False, guard=False), "lsnpc-elbo": dict(selection="noisy_elbo"),
+            "lsnpc-correction": dict(student=False, guard=False),
+            "lsnpc-elbo": dict(selection="noisy_elbo", min_steps=2000),
             "lsnpc-elbo600": dict(selection="noisy_elbo", min_steps=600)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
            "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-trunk-labels",

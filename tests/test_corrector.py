@@ -160,6 +160,20 @@ def test_noisy_training_labels_choose_the_epoch_on_held_out_rows(problem: dict[s
     assert LSNPC(random_state=0, **small).fit(X, P).epochs_ == math.ceil(600 / 12)
 
 
+def test_the_noisy_elbo_trains_on_its_short_schedule_beside_a_validation_triple_too(
+        problem: dict[str, np.ndarray]) -> None:
+    """``min_steps="auto"`` follows what chooses the epoch: an explicit ``selection="noisy_elbo"`` beside a
+    validation triple runs the 600 steps of a fit without labels (the ELBO favours long training that lets the
+    correction fade), while the triple choosing runs 2,000 (400 rows, no held-out slice: 13 steps an epoch)."""
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    small = {k: v for k, v in FAST.items() if k != "epochs"}
+    triple = dict(X_val=X[:40], y_val=Y[:40], pred_probs_val=P[:40])
+    elbo = LSNPC(random_state=0, selection="noisy_elbo", **small).fit(X, P, **triple)
+    assert elbo.selection_.startswith("noisy_elbo")
+    assert elbo.epochs_ == LSNPC(random_state=0, **small).fit(X, P).epochs_ == math.ceil(600 / 12)
+    assert LSNPC(random_state=0, **small).fit(X, P, **triple).epochs_ == math.ceil(2000 / 13)
+
+
 def test_validation_labels_choose_the_epoch_even_beside_noisy_labels(problem: dict[str, np.ndarray]) -> None:
     X, Y, P = problem["X"], problem["Y"], problem["P"]
     model = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=Y[:300], X_val=X[300:350],

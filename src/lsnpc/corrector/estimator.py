@@ -234,8 +234,9 @@ class LSNPC(BaseEstimator):
         Share of the noisy data held out for "noisy_f1" and "noisy_elbo" selection.
     min_steps : int or "auto"
         Target number of optimiser steps for ``epochs="auto"``. "auto": 2000 when F1 chooses the epoch
-        (clean validation labels, or the noisy training labels), 600 when the noisy-data ELBO does (it
-        favours long training that lets the correction fade; measured in docs/quality.md).
+        (clean validation labels, or the noisy training labels), 600 when the noisy-data ELBO does, beside a
+        validation triple too (it favours long training that lets the correction fade; measured in
+        docs/quality.md).
     n_threads : int or None
         torch CPU threads during fit and predict (None: leave torch's setting, by default one per
         core). The default, 1, is never far from the best: training steps at batch 32 gain nothing

@@ -318,7 +318,9 @@ def train_latent_shift_model(
 
     min_steps = config.min_steps
     if min_steps == "auto":
-        f1_chosen = data.val is not None or selection == "noisy_f1"
+        # the ELBO's short schedule wherever it chooses, a validation triple beside it or not (an explicit
+        # selection="noisy_elbo" with one ran the long schedule until 2026-11-29: docs/quality.md, rules 63 and 63b)
+        f1_chosen = selection == "noisy_f1" or (selection != "noisy_elbo" and data.val is not None)
         min_steps = AUTO_STEPS_WITH_VALIDATION if f1_chosen else AUTO_STEPS_WITHOUT_VALIDATION
     epochs = resolve_epochs(config.epochs, len(X), config.batch_size, min_steps)
     steps_per_epoch = len(_batches(len(X), config.batch_size))
