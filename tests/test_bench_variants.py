@@ -243,8 +243,7 @@ def test_bench_quality_elbo_methods_let_the_noisy_elbo_choose_the_epoch_beside_t
     """``lsnpc-elbo`` and ``lsnpc-elbo600`` (rules 63 and 63b, not adopted) pass val0 but let the held-out noisy
     ELBO choose the epoch, as ``lsnpc-noval`` does and ``lsnpc-validate`` (the triple choosing) does not: the
     first on the 2,000-step schedule a triple buys (``min_steps=2000``), the second on the 600 steps of a fit
-    without labels. Rows
-    record which criterion chose the epoch (``selection``)."""
+    without labels. Rows record which criterion chose the epoch (``selection``)."""
     rows = _small_fits(("lsnpc-elbo", "lsnpc-elbo600", "lsnpc-noval", "lsnpc-validate"))
     elbo, short, noval, val = (rows[m] for m in ("lsnpc-elbo", "lsnpc-elbo600", "lsnpc-noval", "lsnpc-validate"))
     for row in (elbo, short, noval):
