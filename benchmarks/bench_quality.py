@@ -19,7 +19,8 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      output and chooses the threshold (rule 63, not adopted: docs/quality.md, "Not adopted: a
                      lower threshold that must beat 0.5 in each F1, an epoch the triple does not choose")
   lsnpc-elbo600      the same on the 600-step schedule of a fit without labels (min_steps=600, what
-                     selection="noisy_elbo" runs by itself since 2026-11-29; rule 63b, not adopted)
+                     selection="noisy_elbo" runs by itself since 2026-11-29; rule 63b): beside a triple of 20
+                     rows or more ``lsnpc`` itself since rule 64
   lsnpc-trunk        LSNPC(encoder=base.trunk_)
   lsnpc-trunk-labels LSNPC(encoder=base.trunk_) given the noisy training labels as well (as lsnpc-labels)
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
@@ -28,7 +29,10 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      (rule 14, not adopted: docs/quality.md, "Not adopted: training on a validation set too small";
                      since rule 15 the default does this below 20 rows where the triple covers 30% of the labels)
   lsnpc-validate     LSNPC(small_val="validate"): a validation triple under 20 rows always chooses the epoch,
-                     the library before rule 15 (docs/quality.md, "A validation set too small to test is trained on")
+                     the library before rule 15 there (docs/quality.md, "A validation set too small to test is
+                     trained on"); from 20 rows ``lsnpc``'s fit (rule 64)
+  lsnpc-valf1        LSNPC(selection="val_f1"): the val0 triple chooses the epoch on the 2,000-step schedule
+                     whatever its size, the default before rule 64 beside a triple of 20 rows or more
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch and,
                      from 20 held-out rows, the threshold (rule 29d)
@@ -93,8 +97,8 @@ VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": 
             "lsnpc-elbo": dict(selection="noisy_elbo", min_steps=2000),
             "lsnpc-elbo600": dict(selection="noisy_elbo", min_steps=600)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
-           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-trunk-labels",
-           "lsnpc-trunk-labels-noval", "lsnpc-seeds3",
+           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-valf1", "lsnpc-labels", "lsnpc-labels-noval",
+           "lsnpc-trunk-labels", "lsnpc-trunk-labels-noval", "lsnpc-seeds3",
            "lsnpc-seeds3-noval", "lsnpc-oof", "lsnpc-oof-noval", "lsnpc-oof-labels", "lsnpc-oof-labels-noval",
            "base-clean", "base-threshold")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
@@ -112,6 +116,8 @@ def make_corrector(method: str, seed: int, trunk):
         return LSNPC(random_state=seed)
     if name == "lsnpc-validate":
         return LSNPC(random_state=seed, small_val="validate")
+    if name == "lsnpc-valf1":
+        return LSNPC(random_state=seed, selection="val_f1")
     if name in ("lsnpc-trunk", "lsnpc-trunk-labels"):
         return LSNPC(random_state=seed, encoder=trunk)
     if name == "lsnpc-paper":

@@ -200,13 +200,13 @@ def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
     assert refused or rare_rules["sparse0@0.2"]["w"] < 1 / 3
 
 
-def _small_fits(methods: tuple[str, ...]) -> dict[str, dict]:
-    """bench_quality's rows for ``methods`` on a 5-label generated problem of 160 rows (8 validation rows),
-    30% symmetric noise, seed 0, keyed by method (torch's thread count restored after)."""
+def _small_fits(methods: tuple[str, ...], n_train: int = 160) -> dict[str, dict]:
+    """bench_quality's rows for ``methods`` on a 5-label generated problem of ``n_train`` rows (160: 8 validation
+    rows), 30% symmetric noise, seed 0, keyed by method (torch's thread count restored after)."""
     import torch
     from bench_quality import run_setting
 
-    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
+    spec = f"synthetic[n_labels=5,n_features=12,n_train={n_train},n_test=60]"
     threads = torch.get_num_threads()
     try:
         return {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0, methods, "", 0, None)}
@@ -240,16 +240,28 @@ def test_bench_quality_trunk_labels_method_is_the_trunk_fit_given_the_noisy_labe
 
 
 def test_bench_quality_elbo_methods_let_the_noisy_elbo_choose_the_epoch_beside_the_triple():
-    """``lsnpc-elbo`` and ``lsnpc-elbo600`` (rules 63 and 63b, not adopted) pass val0 but let the held-out noisy
-    ELBO choose the epoch, as ``lsnpc-noval`` does and ``lsnpc-validate`` (the triple choosing) does not: the
-    first on the 2,000-step schedule a triple buys (``min_steps=2000``), the second on the 600 steps of a fit
-    without labels. Rows record which criterion chose the epoch (``selection``)."""
+    """``lsnpc-elbo`` and ``lsnpc-elbo600`` (rules 63 and 63b; 63b adopted as rule 64) pass val0 but let the
+    held-out noisy ELBO choose the epoch, as ``lsnpc-noval`` does and ``lsnpc-validate`` (the triple choosing)
+    does not: the first on the 2,000-step schedule a triple buys (``min_steps=2000``), the second on the 600
+    steps of a fit without labels. Rows record which criterion chose the epoch (``selection``)."""
     rows = _small_fits(("lsnpc-elbo", "lsnpc-elbo600", "lsnpc-noval", "lsnpc-validate"))
     elbo, short, noval, val = (rows[m] for m in ("lsnpc-elbo", "lsnpc-elbo600", "lsnpc-noval", "lsnpc-validate"))
     for row in (elbo, short, noval):
         assert row["selection"].startswith("noisy_elbo")
     assert val["selection"].startswith("val_f1")
     assert elbo["epochs"] == val["epochs"] != noval["epochs"] == short["epochs"]
+
+
+def test_bench_quality_valf1_method_is_the_default_before_rule_64():
+    """Beside a triple of 20 rows or more (420 rows: 21), ``lsnpc`` lets the held-out noisy ELBO choose the epoch on
+    the 600-step schedule (rule 64): ``lsnpc-elbo600``'s fit to the digit. ``lsnpc-valf1`` keeps the triple choosing
+    on the 2,000-step schedule, the default before rule 64 there."""
+    rows = _small_fits(("lsnpc", "lsnpc-elbo600", "lsnpc-valf1"), n_train=420)
+    default, short, valf1 = rows["lsnpc"], rows["lsnpc-elbo600"], rows["lsnpc-valf1"]
+    assert default["selection"].startswith("noisy_elbo") and "(rule 64)" in default["selection"]
+    keys = ("micro", "macro", "epoch", "epochs", "threshold", "base_weight")
+    assert [default[k] for k in keys] == [short[k] for k in keys]
+    assert valf1["selection"].startswith("val_f1") and valf1["epochs"] > 2 * default["epochs"]
 
 
 def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_validating():
