@@ -126,12 +126,12 @@ def fit(
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,
     val_features: Annotated[Path | None, typer.Option(help="The guard's test and the decision threshold: features "
-                                                           "of a validation set with clean labels (it chooses the "
-                                                           "checkpoint too under 20 rows, beside --clean-* or with "
-                                                           "--paper). Without "
-                                                           "--labels, one of fewer than 20 rows with a positive for "
-                                                           "30% of the labels is trained on instead (--set "
-                                                           "small_val=validate keeps it for selection).")] = None,
+                                                           "of a validation set with clean labels. It also chooses "
+                                                           "the checkpoint beside --clean-*, with --paper, and under "
+                                                           "20 rows without --labels unless trained on: one of fewer "
+                                                           "than 20 rows with a positive for 30% of the labels is "
+                                                           "trained on instead (--set small_val=validate keeps it "
+                                                           "for selection).")] = None,
     val_labels: Annotated[Path | None, typer.Option(help="The validation set's clean 0/1 labels.")] = None,
     val_probs: Annotated[Path | None, typer.Option(help="The classifier's probabilities on the validation set.")] = None,
     latent: Annotated[str, typer.Option(help="Latent family: student, gauss or learned (learned ν).")] = "student",
