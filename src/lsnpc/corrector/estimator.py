@@ -148,14 +148,13 @@ class LSNPC(BaseEstimator):
         (``fit(labels=...)``) of a held-out slice (``holdout_fraction``) of the training rows — uses no clean
         label — among the epochs whose correction there passes the guard's collapse check (if any does).
         "noisy_elbo": best ELBO on a held-out slice of the noisy data — uses no label at all. "auto":
-        "noisy_elbo" beside a validation triple of 20 rows or more with LSNPC's own encoder, the guard on and no
-        clean set (the triple tests the output and chooses the threshold; the 2,000-step run on which it chose
-        the epoch too took twice as long for about the same F1: rule 64 in docs/quality.md); "val_f1" beside one
-        with a given ``encoder``, a clean set or ``guard=False`` (``LSNPC.paper()``); without one "noisy_f1"
-        when ``labels`` are given, else "noisy_elbo". Given ``labels``, a validation triple of fewer than 20
-        rows (too few for the guard to test anything) leaves the choice to "noisy_f1"; without them such a
-        triple may be trained on instead ("noisy_elbo" then chooses; see ``small_val``), else it chooses
-        ("val_f1").
+        "noisy_elbo" beside a validation triple of 20 rows or more with the guard on and no clean set (the
+        triple tests the output and chooses the threshold; the 2,000-step run on which it chose the epoch too
+        took twice as long for about the same F1: rules 64 and 65 in docs/quality.md); "val_f1" beside one with
+        a clean set or ``guard=False`` (``LSNPC.paper()``); without one "noisy_f1" when ``labels`` are given,
+        else "noisy_elbo". Given ``labels``, a validation triple of fewer than 20 rows (too few for the guard to
+        test anything) leaves the choice to "noisy_f1"; without them such a triple may be trained on instead
+        ("noisy_elbo" then chooses; see ``small_val``), else it chooses ("val_f1").
     train_feed, predict_feed : {"sample", "probs"}
         What is fed as ŷ: a Bernoulli sample of the probabilities ("sample": a fresh one per batch in
         training, one per Monte-Carlo sample in prediction, as in eq. 9) or the probabilities
@@ -505,13 +504,13 @@ class LSNPC(BaseEstimator):
                     and val_usable and len(val[1]) < MIN_VAL_ROWS and coverage >= VAL_AS_CLEAN_MIN_COVERAGE)
         if as_clean:
             clean, val, val_usable = val, None, False
-        # rule 64: with LSNPC's own encoder and the guard on, a triple that can test (MIN_VAL_ROWS rows or more)
-        # guards and sets the threshold but does not choose the epoch: the held-out noisy ELBO does, on its 600-step
-        # schedule, as without any label (half the fit time for about the same F1; docs/quality.md, rule 64). A
-        # given encoder or a clean set, where it was not measured, and the paper's recipe (guard=False) keep the
+        # rules 64 and 65: with the guard on, a triple that can test (MIN_VAL_ROWS rows or more) guards and sets the
+        # threshold but does not choose the epoch: the held-out noisy ELBO does, on its 600-step schedule, as without
+        # any label (half the fit time for about the same F1; docs/quality.md, rules 64 and 65: LSNPC's own encoder,
+        # then a given one). A clean set, where it was not measured, and the paper's recipe (guard=False) keep the
         # triple choosing
-        elbo_beside = (selection == "auto" and val_usable and len(val[1]) >= MIN_VAL_ROWS and self.encoder is None
-                       and clean is None and bool(self.guard))
+        elbo_beside = (selection == "auto" and val_usable and len(val[1]) >= MIN_VAL_ROWS and clean is None
+                       and bool(self.guard))
         if selection == "auto":
             selection = ("noisy_elbo" if elbo_beside else "val_f1" if val_usable
                          else "noisy_elbo" if given is None else "noisy_f1")
@@ -560,7 +559,7 @@ class LSNPC(BaseEstimator):
                                 "choose it")
         if elbo_beside:
             self.selection_ += (f"; the {len(val[1])} validation rows (X_val, y_val) test the output and choose the "
-                                "threshold, not the epoch (rule 64)")
+                                "threshold, not the epoch (rules 64 and 65)")
         if as_clean:
             self.selection_ += (f"; that set is the {len(clean[1])} validation rows (X_val, y_val: fewer than "
                                 f"{MIN_VAL_ROWS} rows, a positive for {coverage:.0%} of the labels), trained on "
