@@ -254,13 +254,17 @@ def test_bench_quality_elbo_methods_let_the_noisy_elbo_choose_the_epoch_beside_t
 
 def test_bench_quality_valf1_method_is_the_default_before_rule_64():
     """Beside a triple of 20 rows or more (420 rows: 21), ``lsnpc`` lets the held-out noisy ELBO choose the epoch on
-    the 600-step schedule (rule 64): ``lsnpc-elbo600``'s fit to the digit. ``lsnpc-valf1`` keeps the triple choosing
-    on the 2,000-step schedule, the default before rule 64 there."""
-    rows = _small_fits(("lsnpc", "lsnpc-elbo600", "lsnpc-valf1"), n_train=420)
-    default, short, valf1 = rows["lsnpc"], rows["lsnpc-elbo600"], rows["lsnpc-valf1"]
-    assert default["selection"].startswith("noisy_elbo") and "(rule 64)" in default["selection"]
+    the 600-step schedule (rule 64): ``lsnpc-elbo600``'s fit to the digit, as ``lsnpc-trunk`` is
+    ``lsnpc-trunk-elbo600``'s (rule 65). ``lsnpc-valf1`` keeps the triple choosing on the 2,000-step schedule, the
+    default before rule 64 there."""
+    methods = ("lsnpc", "lsnpc-elbo600", "lsnpc-valf1", "lsnpc-trunk", "lsnpc-trunk-elbo600")
+    rows = _small_fits(methods, n_train=420)
+    default, short, valf1, trunk, trunk_short = (rows[m] for m in methods)
+    assert default["selection"].startswith("noisy_elbo") and "(rules 64 and 65)" in default["selection"]
     keys = ("micro", "macro", "epoch", "epochs", "threshold", "base_weight")
     assert [default[k] for k in keys] == [short[k] for k in keys]
+    assert [trunk[k] for k in keys] == [trunk_short[k] for k in keys] and trunk["selection"].startswith("noisy_elbo")
+    assert (trunk["micro"], trunk["macro"]) != (default["micro"], default["macro"])
     assert valf1["selection"].startswith("val_f1") and valf1["epochs"] > 2 * default["epochs"]
 
 
