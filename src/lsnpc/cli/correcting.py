@@ -125,15 +125,13 @@ def fit(
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,
-    val_features: Annotated[Path | None, typer.Option(help="The guard's test and the decision threshold: features "
-                                                           "of a validation set with clean labels. It also chooses "
-                                                           "the checkpoint beside --clean-*, with --paper, and under "
-                                                           "20 rows without --labels unless trained on: one of fewer "
-                                                           "than 20 rows with a positive for 30% of the labels is "
-                                                           "trained on instead (--set small_val=validate keeps it "
-                                                           "for selection).")] = None,
-    val_labels: Annotated[Path | None, typer.Option(help="The validation set's clean 0/1 labels.")] = None,
-    val_probs: Annotated[Path | None, typer.Option(help="The classifier's probabilities on the validation set.")] = None,
+    val_features: Annotated[Path | None, typer.Option(help="Model selection and the guard's test: features of a "
+                                                           "validation set with clean labels. Without --labels, "
+                                                           "one of fewer than 20 rows with a positive for 30% of "
+                                                           "the labels is trained on instead (--set "
+                                                           "small_val=validate keeps it for selection).")] = None,
+    val_labels: Annotated[Path | None, typer.Option(help="Model selection: its clean 0/1 labels.")] = None,
+    val_probs: Annotated[Path | None, typer.Option(help="Model selection: the classifier's probabilities on it.")] = None,
     latent: Annotated[str, typer.Option(help="Latent family: student, gauss or learned (learned ν).")] = "student",
     epochs: Annotated[int | None, typer.Option(help="Training epochs (default: the library's).")] = None,
     paper: Annotated[bool, typer.Option("--paper", help="Use the paper's exact recipe (LSNPC.paper()).")] = False,
@@ -150,9 +148,7 @@ def fit(
 
     Without a clean set this is the unsupervised LSNPC; --clean-* makes it semi-supervised.
     Without --val-* the checkpoint is chosen with no clean label: by F1 against --labels on held-out
-    samples when they are given, else by the ELBO of held-out samples. A validation set of 20 rows or more
-    tests the output and sets the decision threshold while the ELBO chooses the checkpoint (rule 64 in
-    docs/quality.md); beside --clean-* or with --paper it chooses the checkpoint.
+    samples when they are given, else by the ELBO of held-out samples.
     """
     from lsnpc.corrector import LSNPC
     from lsnpc.corrector.persistence import check_save_target

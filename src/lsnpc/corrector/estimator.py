@@ -148,12 +148,13 @@ class LSNPC(BaseEstimator):
         (``fit(labels=...)``) of a held-out slice (``holdout_fraction``) of the training rows — uses no clean
         label — among the epochs whose correction there passes the guard's collapse check (if any does).
         "noisy_elbo": best ELBO on a held-out slice of the noisy data — uses no label at all. "auto":
-        "noisy_elbo" beside a validation triple of 20 rows or more with the guard on and no clean set (the
-        triple tests the output and chooses the threshold; the 2,000-step run on which it chose the epoch too
-        took twice as long for about the same F1: rules 64 and 65 in docs/quality.md); "val_f1" beside one with
-        a clean set or ``guard=False`` (``LSNPC.paper()``); without one "noisy_f1" when ``labels`` are given,
-        else "noisy_elbo". Given ``labels``, a validation triple of fewer than 20 rows (too few for the guard to
-        test anything) leaves the choice to "noisy_f1"; without them such a triple may be trained on instead
+        "noisy_elbo" beside a validation triple of 20 rows or more with a given ``encoder``, the guard on and no
+        clean set (the triple tests the output and chooses the threshold; the 2,000-step run on which it chose
+        the epoch too took three times as long for about the same F1: rule 65 in docs/quality.md); "val_f1"
+        beside one with LSNPC's own encoder (rule 64, the same for it, was reverted), a clean set or
+        ``guard=False`` (``LSNPC.paper()``); without one "noisy_f1" when ``labels`` are given, else
+        "noisy_elbo". Given ``labels``, a validation triple of fewer than 20 rows (too few for the guard to test
+        anything) leaves the choice to "noisy_f1"; without them such a triple may be trained on instead
         ("noisy_elbo" then chooses; see ``small_val``), else it chooses ("val_f1").
     train_feed, predict_feed : {"sample", "probs"}
         What is fed as ŷ: a Bernoulli sample of the probabilities ("sample": a fresh one per batch in
@@ -238,8 +239,8 @@ class LSNPC(BaseEstimator):
     min_steps : int or "auto"
         Target number of optimiser steps for ``epochs="auto"``. "auto": 2000 when F1 chooses the epoch
         (clean validation labels, or the noisy training labels), 600 when the noisy-data ELBO does, beside a
-        validation triple too, as by default (it favours long training that lets the correction fade;
-        measured in docs/quality.md).
+        validation triple too, as by default with a given ``encoder`` (it favours long training that lets the
+        correction fade; measured in docs/quality.md).
     n_threads : int or None
         torch CPU threads during fit and predict (None: leave torch's setting, by default one per
         core). The default, 1, is never far from the best: training steps at batch 32 gain nothing
@@ -504,13 +505,13 @@ class LSNPC(BaseEstimator):
                     and val_usable and len(val[1]) < MIN_VAL_ROWS and coverage >= VAL_AS_CLEAN_MIN_COVERAGE)
         if as_clean:
             clean, val, val_usable = val, None, False
-        # rules 64 and 65: with the guard on, a triple that can test (MIN_VAL_ROWS rows or more) guards and sets the
-        # threshold but does not choose the epoch: the held-out noisy ELBO does, on its 600-step schedule, as without
-        # any label (half the fit time for about the same F1; docs/quality.md, rules 64 and 65: LSNPC's own encoder,
-        # then a given one). A clean set, where it was not measured, and the paper's recipe (guard=False) keep the
-        # triple choosing
+        # rule 65: with a given encoder and the guard on, a triple that can test (MIN_VAL_ROWS rows or more) guards and
+        # sets the threshold but does not choose the epoch: the held-out noisy ELBO does, on its 600-step schedule, as
+        # without any label (a third of the fit time for about the same F1). With LSNPC's own encoder the same (rule
+        # 64) lost 0.65 at 0% noise on the stand-ins' 20-56-row triples and was reverted; a clean set, where it was not
+        # measured, and the paper's recipe (guard=False) keep the triple choosing too (docs/quality.md, rules 64, 65)
         elbo_beside = (selection == "auto" and val_usable and len(val[1]) >= MIN_VAL_ROWS and clean is None
-                       and bool(self.guard))
+                       and self.encoder is not None and bool(self.guard))
         if selection == "auto":
             selection = ("noisy_elbo" if elbo_beside else "val_f1" if val_usable
                          else "noisy_elbo" if given is None else "noisy_f1")
@@ -559,7 +560,7 @@ class LSNPC(BaseEstimator):
                                 "choose it")
         if elbo_beside:
             self.selection_ += (f"; the {len(val[1])} validation rows (X_val, y_val) test the output and choose the "
-                                "threshold, not the epoch (rules 64 and 65)")
+                                "threshold, not the epoch (rule 65)")
         if as_clean:
             self.selection_ += (f"; that set is the {len(clean[1])} validation rows (X_val, y_val: fewer than "
                                 f"{MIN_VAL_ROWS} rows, a positive for {coverage:.0%} of the labels), trained on "
