@@ -19,8 +19,8 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      output and chooses the threshold (rule 63, not adopted: docs/quality.md, "Not adopted: a
                      lower threshold that must beat 0.5 in each F1, an epoch the triple does not choose")
   lsnpc-elbo600      the same on the 600-step schedule of a fit without labels (min_steps=600, what
-                     selection="noisy_elbo" runs by itself since 2026-11-29; rule 63b): beside a triple of 20
-                     rows or more ``lsnpc`` itself since rule 64
+                     selection="noisy_elbo" runs by itself since 2026-11-29; rule 63b, then rule 64, adopted
+                     and reverted: docs/quality.md)
   lsnpc-trunk        LSNPC(encoder=base.trunk_)
   lsnpc-trunk-labels LSNPC(encoder=base.trunk_) given the noisy training labels as well (as lsnpc-labels)
   lsnpc-trunk-elbo600 LSNPC(encoder=base.trunk_, selection="noisy_elbo") with the val0 triple: the held-out noisy
@@ -32,10 +32,10 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      (rule 14, not adopted: docs/quality.md, "Not adopted: training on a validation set too small";
                      since rule 15 the default does this below 20 rows where the triple covers 30% of the labels)
   lsnpc-validate     LSNPC(small_val="validate"): a validation triple under 20 rows always chooses the epoch,
-                     the library before rule 15 there (docs/quality.md, "A validation set too small to test is
-                     trained on"); from 20 rows ``lsnpc``'s fit (rule 64)
+                     the library before rule 15 (docs/quality.md, "A validation set too small to test is trained on")
   lsnpc-valf1        LSNPC(selection="val_f1"): the val0 triple chooses the epoch on the 2,000-step schedule
-                     whatever its size, the default before rule 64 beside a triple of 20 rows or more
+                     whatever its size; beside a triple of 20 rows or more ``lsnpc`` itself (rule 64, which let
+                     the held-out ELBO choose there, was reverted)
   lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
                      trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch and,
                      from 20 held-out rows, the threshold (rule 29d)
