@@ -63,6 +63,12 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
     python benchmarks/bench_quality.py --datasets scene yeast --train-sizes 500 full --seeds 0 1 2 \\
         --out results.jsonl --jobs 2
 
+A pool of configurations, each with its own size, runs as one command with ``--configs DATASET@SIZE ...``
+(instead of ``--datasets`` and ``--train-sizes``); the summary against the bar is then the pool's:
+
+    python benchmarks/bench_quality.py --configs "scene@640" "bibtex[top=110]@960" --methods lsnpc lsnpc-noval \\
+        --out pool.jsonl
+
 Each finished setting is appended to ``--out`` (JSON lines), and a run skips the settings already
 there, so an interrupted run resumes; ``--report`` prints the tables of an existing file. Text data
 sets (goemotions) are encoded with MiniLM (`lsnpc.features`), cached under ``--feature-cache``, from a
@@ -312,11 +318,23 @@ def _key(row: dict) -> tuple:
     return row["dataset"], row["requested"], row["kind"], row["rate"], row["seed"]
 
 
+def parse_config(spec: str) -> tuple[str, str]:
+    """``"DATASET@SIZE"`` (a ``--configs`` entry) -> (dataset, size); the data set may carry a variant
+    (``"bibtex[top=110]@960"``), the size is a number of training rows or ``full``."""
+    dataset, sep, size = spec.rpartition("@")
+    if not sep or not dataset or not (size.isdigit() or size == "full"):
+        raise ValueError(f"--configs expects DATASET@SIZE, such as 'scene@640' or 'bibtex[top=110]@960' "
+                         f"(SIZE a number of training rows or 'full'); got {spec!r}")
+    return dataset, size
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=None, help="default: scene (with --report: all in --out)")
-    parser.add_argument("--train-sizes", nargs="+", default=["full"],
-                        help='training rows drawn from the canonical training split ("full": all)')
+    parser.add_argument("--train-sizes", nargs="+", default=None,
+                        help='training rows drawn from the canonical training split ("full": all; the default)')
+    parser.add_argument("--configs", nargs="+", default=None, metavar="DATASET@SIZE",
+                        help="a pool of data sets, each at its own size (instead of --datasets and --train-sizes)")
     parser.add_argument("--noise", nargs="+", default=list(NOISES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=None, choices=METHODS,
@@ -330,24 +348,33 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="only print the tables of --out")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
+    if args.configs is not None:
+        if args.datasets is not None or args.train_sizes is not None:
+            parser.error("--configs gives each data set its size: pass it instead of --datasets and --train-sizes")
+        try:
+            configs = [parse_config(spec) for spec in args.configs]
+        except ValueError as error:
+            parser.error(str(error))
+        args.datasets = list(dict.fromkeys(dataset for dataset, _ in configs))
+    elif not args.report:
+        args.datasets = args.datasets or ["scene"]
+        configs = [(dataset, size) for dataset in args.datasets for size in args.train_sizes or ["full"]]
 
     rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
     out = None if args.out is None else args.out[0]
     if not args.report:
-        args.datasets = args.datasets or ["scene"]
         args.methods = args.methods or ["lsnpc", "lsnpc-labels", "lsnpc-noval", "lsnpc-labels-noval", "lsnpc-paper",
                                         "lsnpc-paper-noval"]
         done = {(*_key(r), r["method"]) for r in rows}
         tasks = []
-        for dataset in args.datasets:
-            for size in args.train_sizes:
-                for spec in args.noise:
-                    kind, rate = spec.split(":")
-                    for seed in args.seeds:
-                        task = (dataset, size, kind, float(rate), seed)
-                        todo = tuple(m for m in args.methods if (*task, m) not in done)
-                        if todo:
-                            tasks.append((task, todo))
+        for dataset, size in configs:
+            for spec in args.noise:
+                kind, rate = spec.split(":")
+                for seed in args.seeds:
+                    task = (dataset, size, kind, float(rate), seed)
+                    todo = tuple(m for m in args.methods if (*task, m) not in done)
+                    if todo:
+                        tasks.append((task, todo))
         started = time.perf_counter()
         with ProcessPoolExecutor(args.jobs) as pool:
             futures = [pool.submit(run_setting, *task, todo, args.data_home, args.text_pool, args.feature_cache)
@@ -365,16 +392,24 @@ def main() -> None:
                       + ", ".join(f"{r['method']} {100*r['micro']:.1f}/{100*r['macro']:.1f}" for r in result),
                       flush=True)
         print(f"{len(tasks)} settings in {time.perf_counter() - started:.0f} s")
-    print_tables(rows, datasets=args.datasets, methods=args.methods)
+    print_tables(rows, datasets=args.datasets, methods=args.methods,
+                 configs=configs if args.configs is not None else None)
 
 
-def print_tables(rows: list[dict], datasets: list[str] | None = None, methods: list[str] | None = None) -> None:
+def print_tables(rows: list[dict], datasets: list[str] | None = None, methods: list[str] | None = None,
+                 configs: list[tuple[str, str]] | None = None) -> None:
+    """Print the per-setting table and the summary against the bar of ``rows`` (the JSON lines of a run),
+    limited to ``datasets``, to ``methods`` (and the base model) and to ``configs``, (dataset, requested
+    size) pairs."""
     import pandas as pd
 
     keys = ["dataset", "size", "kind", "rate", "seed"]
     df = pd.DataFrame(rows).drop_duplicates(subset=[*keys, "method"])
     if datasets is not None:
         df = df[df.dataset.isin(datasets)]
+    if configs is not None:
+        wanted = set(configs)
+        df = df[[(d, str(r)) in wanted for d, r in zip(df.dataset, df.requested)]]
     if methods is not None:
         df = df[df.method.isin(["base", *methods])]
     base = df[df.method == "base"].set_index(keys)[["micro", "macro"]]

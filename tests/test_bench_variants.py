@@ -444,3 +444,41 @@ def test_bench_quality_oof_methods_fit_on_out_of_fold_probabilities():
     plain, oof = rows["lsnpc-noval"], rows["lsnpc-oof-noval"]
     assert oof["oof_seconds"] > 0 and "oof_seconds" not in plain
     assert (oof["micro"], oof["macro"]) != (plain["micro"], plain["macro"])
+
+
+def test_bench_quality_runs_a_pool_of_configurations_each_at_its_own_size(tmp_path):
+    """``--configs DATASET@SIZE ...`` runs each data set at its own size in one command (a real subprocess on a
+    small generated problem); the summary against the bar is the pool's, and ``--report`` with ``--configs``
+    reads back only the configurations asked for."""
+    import json
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_quality.py"
+    spec = "synthetic[n_labels=4,n_features=8,n_train=160,n_test=60]"
+    out = tmp_path / "pool.jsonl"
+    common = ["--noise", "symmetric:0.3", "--seeds", "0", "--methods", "base-threshold", "--jobs", "1"]
+    done = subprocess.run([sys.executable, str(script), "--configs", f"{spec}@100", f"{spec}@140", *common,
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((r["requested"], r["size"], r["method"]) for r in rows) == [
+        ("100", 100, "base"), ("100", 100, "base-threshold"), ("140", 140, "base"), ("140", 140, "base-threshold")]
+    assert "| base-threshold | 2 |" in done.stdout  # one summary over both configurations
+
+    report = subprocess.run([sys.executable, str(script), "--report", "--out", str(out), "--configs", f"{spec}@100"],
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert "| base-threshold | 1 |" in report.stdout and f"| {spec} | 140 |" not in report.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--configs", "scene"], "--configs expects DATASET@SIZE"),
+    (["--configs", "scene@many"], "--configs expects DATASET@SIZE"),
+    (["--configs", "scene@640", "--train-sizes", "500"], "instead of --datasets and --train-sizes"),
+])
+def test_bench_quality_configs_name_what_is_wrong(args, words):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_quality.py"
+    done = subprocess.run([sys.executable, str(script), *args, "--report"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and words in done.stderr
