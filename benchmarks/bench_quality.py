@@ -360,6 +360,12 @@ def main() -> None:
         args.datasets = args.datasets or ["scene"]
         configs = [(dataset, size) for dataset in args.datasets for size in args.train_sizes or ["full"]]
 
+    if args.report:
+        if not args.out:
+            parser.error("--report prints the tables of results files: pass them with --out")
+        missing = [str(path) for path in args.out if not path.exists()]
+        if missing:
+            parser.error(f"--out: no such results file to report on: {', '.join(missing)}")
     rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
     out = None if args.out is None else args.out[0]
     if not args.report:
@@ -412,6 +418,9 @@ def print_tables(rows: list[dict], datasets: list[str] | None = None, methods: l
         df = df[[(d, str(r)) in wanted for d, r in zip(df.dataset, df.requested)]]
     if methods is not None:
         df = df[df.method.isin(["base", *methods])]
+    if "method" not in df or not (df.method != "base").any():
+        print("\nNo results of these data sets, sizes and methods to print.")
+        return
     base = df[df.method == "base"].set_index(keys)[["micro", "macro"]]
     df = df[df.method != "base"].merge(base.add_suffix("_base"), left_on=keys, right_index=True)
     df["d_micro"] = 100 * (df.micro - df.micro_base)

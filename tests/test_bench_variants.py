@@ -469,16 +469,22 @@ def test_bench_quality_runs_a_pool_of_configurations_each_at_its_own_size(tmp_pa
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr
     assert "| base-threshold | 1 |" in report.stdout and f"| {spec} | 140 |" not in report.stdout
+    nothing = subprocess.run([sys.executable, str(script), "--report", "--out", str(out), "--configs", f"{spec}@120"],
+                             capture_output=True, text=True, timeout=300)
+    assert nothing.returncode == 0 and "No results of these data sets, sizes and methods" in nothing.stdout
 
 
 @pytest.mark.parametrize("args, words", [
     (["--configs", "scene"], "--configs expects DATASET@SIZE"),
     (["--configs", "scene@many"], "--configs expects DATASET@SIZE"),
     (["--configs", "scene@640", "--train-sizes", "500"], "instead of --datasets and --train-sizes"),
+    ([], "pass them with --out"),
+    (["--out", "missing.jsonl"], "no such results file to report on: missing.jsonl"),
 ])
-def test_bench_quality_configs_name_what_is_wrong(args, words):
+def test_bench_quality_report_and_configs_name_what_is_wrong(args, words, tmp_path):
     import subprocess
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_quality.py"
-    done = subprocess.run([sys.executable, str(script), *args, "--report"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and words in done.stderr
+    done = subprocess.run([sys.executable, str(script), *args, "--report"], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 2 and words in done.stderr, done.stderr
