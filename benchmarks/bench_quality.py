@@ -27,6 +27,9 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      ELBO chooses the epoch on 600 steps (rule 65 as measured; beside a triple of 20 rows or more
                      ``lsnpc-trunk`` itself since rule 65)
   lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
+  lsnpc-val01        LSNPC() with val0 and val1 together as its validation triple (≈10% of the rows, twice the
+                     protocol's; the base model is still checkpointed on val0 alone): what twice the clean rows
+                     would buy (no "-noval" variant; docs/quality.md, "What the triple can tell")
   lsnpc-valclean     LSNPC() trained on the val0 triple as its clean set (``X_clean``: one pass per epoch)
                      instead of given it for validation; the epoch and the guard as without clean labels
                      (rule 14, not adopted: docs/quality.md, "Not adopted: training on a validation set too small";
@@ -76,7 +79,8 @@ seeded pool of ``--text-pool`` training and test texts.
 
 LSNPC methods are scored as ``LSNPC.predict`` decides, at the fitted decision threshold ``threshold_``
 (rule 26; 0.5 for ``LSNPC.paper()``) and the rare labels' own (``label_thresholds_``, rules 43 and 44; their
-count is ``own_thresholds``); each row also keeps the scores at 0.5 (``micro_at_half``,
+count is ``own_thresholds``) and record the rows of the validation triple they were given (``val_rows``, 0
+without one); each row also keeps the scores at 0.5 (``micro_at_half``,
 ``macro_at_half``) and the threshold. The base model's row keeps its ``base_sharpness`` on the training rows
 (``lsnpc.corrector.guard.base_sharpness``; under 0.05 around a mean of 0.1 or more ``LSNPC.fit`` warns of a flat
 base model, a warning the benchmark silences because its early checkpoints are often flat).
@@ -106,10 +110,10 @@ VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": 
             "lsnpc-elbo": dict(selection="noisy_elbo", min_steps=2000),
             "lsnpc-elbo600": dict(selection="noisy_elbo", min_steps=600)}
 METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
-           "lsnpc-semi", "lsnpc-valclean", "lsnpc-validate", "lsnpc-valf1", "lsnpc-labels", "lsnpc-labels-noval",
-           "lsnpc-trunk-labels", "lsnpc-trunk-labels-noval", "lsnpc-trunk-elbo600", "lsnpc-seeds3",
-           "lsnpc-seeds3-noval", "lsnpc-oof", "lsnpc-oof-noval", "lsnpc-oof-labels", "lsnpc-oof-labels-noval",
-           "base-clean", "base-threshold")
+           "lsnpc-semi", "lsnpc-val01", "lsnpc-valclean", "lsnpc-validate", "lsnpc-valf1", "lsnpc-labels",
+           "lsnpc-labels-noval", "lsnpc-trunk-labels", "lsnpc-trunk-labels-noval", "lsnpc-trunk-elbo600",
+           "lsnpc-seeds3", "lsnpc-seeds3-noval", "lsnpc-oof", "lsnpc-oof-noval", "lsnpc-oof-labels",
+           "lsnpc-oof-labels-noval", "base-clean", "base-threshold")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
@@ -121,7 +125,8 @@ def make_corrector(method: str, seed: int, trunk):
     name = method.removesuffix("-noval")
     if name in VARIANTS:
         return LSNPC(random_state=seed, **VARIANTS[name])
-    if name in ("lsnpc-semi", "lsnpc-valclean", "lsnpc-labels", "lsnpc-seeds3", "lsnpc-oof", "lsnpc-oof-labels"):
+    if name in ("lsnpc-semi", "lsnpc-val01", "lsnpc-valclean", "lsnpc-labels", "lsnpc-seeds3", "lsnpc-oof",
+                "lsnpc-oof-labels"):
         return LSNPC(random_state=seed)
     if name == "lsnpc-validate":
         return LSNPC(random_state=seed, small_val="validate")
@@ -284,6 +289,9 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, met
             kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
         if method == "lsnpc-valclean":
             kwargs = dict(X_clean=X[v0], y_clean=Y[v0], pred_probs_clean=P_v0)
+        if method == "lsnpc-val01":
+            v01 = np.sort(np.concatenate([v0, v1]))
+            kwargs = dict(X_val=X[v01], y_val=Y[v01], pred_probs_val=base.predict_proba(X[v01]))
         if method.removesuffix("-noval").endswith("-labels"):
             kwargs.update(labels=Y_noisy)
         P_fit = P_tr
@@ -306,6 +314,7 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, met
         per_label = np.mean([c.label_thresholds_ for c in fits], axis=0)  # t, but a rare label's own (rules 43, 44)
         rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q, per_label), macro=macro_f1(Yt, Q, per_label),
                              seconds=seconds, own_thresholds=len(first.guard_.label_thresholds or {}),
+                             val_rows=len(kwargs.get("y_val", ())),
                              base_weight=float(np.mean([c.guard_.base_weight for c in fits])),
                              epoch=first.best_epoch_, epochs=first.epochs_, selection=first.selection_, threshold=t,
                              micro_at_half=micro_f1(Yt, Q), macro_at_half=macro_f1(Yt, Q)))

@@ -488,3 +488,12 @@ def test_bench_quality_report_and_configs_name_what_is_wrong(args, words, tmp_pa
     done = subprocess.run([sys.executable, str(script), *args, "--report"], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 2 and words in done.stderr, done.stderr
+
+
+def test_bench_quality_val01_method_validates_on_twice_the_clean_rows():
+    """``lsnpc-val01`` hands LSNPC val0 and val1 together as its triple (420 rows: 21 + 21), where ``lsnpc`` gets val0
+    alone and ``lsnpc-noval`` none; the rows record the triple's size, and the triple chooses the epoch in both."""
+    rows = _small_fits(("lsnpc", "lsnpc-val01", "lsnpc-noval"), n_train=420)
+    one, two, none = rows["lsnpc"], rows["lsnpc-val01"], rows["lsnpc-noval"]
+    assert (one["val_rows"], two["val_rows"], none["val_rows"]) == (21, 42, 0)
+    assert two["selection"].startswith("val_f1") and one["selection"].startswith("val_f1")
