@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
 from bench_quality import load_arrays, parse_variant  # noqa: E402
 
 from lsnpc.data import load_dataset  # noqa: E402
@@ -323,7 +324,7 @@ def test_grid_bar_terms_from_a_results_directory(tmp_path):
     assert row.worst == pytest.approx(-1.5) and row.worst_setting == "scene pairflip 50%"
     assert row.worst_clean == pytest.approx(-1.0) and row.worst_clean_setting == "yeast symmetric 0%"
     assert "none" not in terms.index
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "grid_bar.py"
+    script = BENCHMARKS / "grid_bar.py"
     done = subprocess.run([sys.executable, str(script), str(tmp_path / "results")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     line = "| mlp | lsnpc | 3 | 2 | +10.50 | +1.75 | -1.50 (scene pairflip 50%) | -1.00 (yeast symmetric 0%) |"
@@ -453,7 +454,7 @@ def test_bench_quality_runs_a_pool_of_configurations_each_at_its_own_size(tmp_pa
     import json
     import subprocess
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_quality.py"
+    script = BENCHMARKS / "bench_quality.py"
     spec = "synthetic[n_labels=4,n_features=8,n_train=160,n_test=60]"
     out = tmp_path / "pool.jsonl"
     common = ["--noise", "symmetric:0.3", "--seeds", "0", "--methods", "base-threshold", "--jobs", "1"]
@@ -484,7 +485,7 @@ def test_bench_quality_runs_a_pool_of_configurations_each_at_its_own_size(tmp_pa
 def test_bench_quality_report_and_configs_name_what_is_wrong(args, words, tmp_path):
     import subprocess
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_quality.py"
+    script = BENCHMARKS / "bench_quality.py"
     done = subprocess.run([sys.executable, str(script), *args, "--report"], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 2 and words in done.stderr, done.stderr
