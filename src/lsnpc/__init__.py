@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "find_label_issues": "lsnpc.label_issues",
     "correct_labels": "lsnpc.label_issues",
     "cross_val_pred_probs": "lsnpc.model_selection",
+    "tune_threshold": "lsnpc.corrector.threshold",
+    "ThresholdCurve": "lsnpc.corrector.threshold",
 }
 _SUBMODULES = {"noise", "metrics", "data", "features", "classifiers", "baselines", "experiments"}
 

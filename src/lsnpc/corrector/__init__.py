@@ -3,15 +3,29 @@
 - :mod:`.model`        the generative model and its proposals (section 4.1–4.2)
 - :mod:`.objective`    the ELBO terms (eqs. 3, 7, 10, 13)
 - :mod:`.config`       the frozen model / training configuration and ``build_model``
-- :mod:`.training`     Algorithm 1, the warm start, epoch selection, the flat-buffer AdamW
+- :mod:`.training`     Algorithm 1, the warm start, epoch selection
 - :mod:`.inference`    the correction equation (eq. 9), folded for prediction
-- :mod:`.guard`        blending the correction with the base model on clean validation evidence
+- :mod:`.plan`         the fit plan: which evidence chooses the epoch, the blend and the threshold
+- :mod:`.blend`        how much of the base model the output keeps
+- :mod:`.threshold`    decision thresholds chosen on labelled rows (public: ``lsnpc.tune_threshold``)
+- :mod:`.report`       the fit's decisions as data
 - :mod:`.persistence`  safetensors + JSON save / load
 - :mod:`.estimator`    the public :class:`LSNPC` estimator
 
-Imports run one way: estimator → training / inference / guard / persistence → config → model.
+The policy modules (plan, blend, threshold, report, scores) are torch-free; ``LSNPC`` is imported lazily,
+so reading them never loads torch.
 """
 
-from .estimator import LSNPC
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["LSNPC"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LSNPC":
+        from .estimator import LSNPC
+
+        return LSNPC
+    raise AttributeError(f"module 'lsnpc.corrector' has no attribute {name!r}")
