@@ -118,18 +118,16 @@ def fit(
     out: Annotated[Path, typer.Option(help="Folder to save the fitted LSNPC model in (a new folder, or a model "
                                            "saved before, replaced only with --force).")],
     labels: Annotated[Path | None, typer.Option(help="The samples' observed (noisy) 0/1 labels, shape (n, L), e.g. "
-                                                     "those the classifier was trained on: without --val-* (or "
-                                                     "with fewer than 20 validation rows) they choose the "
-                                                     "checkpoint, and without --val-* they also test the output "
-                                                     "(never trained on).")] = None,
+                                                     "those the classifier was trained on: without a validation "
+                                                     "set of 20 rows or more they choose the checkpoint, test the "
+                                                     "output and set the threshold (never trained on).")] = None,
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,
-    val_features: Annotated[Path | None, typer.Option(help="Model selection and the guard's test: features of a "
-                                                           "validation set with clean labels. Without --labels, "
-                                                           "one of fewer than 20 rows with a positive for 30% of "
-                                                           "the labels is trained on instead (--set "
-                                                           "small_val=validate keeps it for selection).")] = None,
+    val_features: Annotated[Path | None, typer.Option(help="Features of a validation set with clean labels: from 20 "
+                                                           "rows it chooses the checkpoint, tests the blend with the "
+                                                           "base model and sets the threshold; a smaller one is "
+                                                           "trained on as a clean set.")] = None,
     val_labels: Annotated[Path | None, typer.Option(help="Model selection: its clean 0/1 labels.")] = None,
     val_probs: Annotated[Path | None, typer.Option(help="Model selection: the classifier's probabilities on it.")] = None,
     latent: Annotated[str, typer.Option(help="Latent family: student, gauss or learned (learned ν).")] = "student",
@@ -187,13 +185,13 @@ def fit(
     model.save(out, overwrite=force)
     if as_json:
         _print_json({"model": str(out), "epochs": model.epochs_, "best_epoch": model.best_epoch_,
-                     "selection": model.selection_, "guard": model.guard_.to_dict(),
-                     "guard_summary": model.guard_.summary(), "student": model.student_info_,
+                     "selection": model.selection_, "base_weight": model.base_weight_, "threshold": model.threshold_,
+                     "report": model.report_.to_dict(), "summary": model.report_.summary(),
                      "seconds": time.perf_counter() - start})
         return
     console = _console()
-    console.print(f"saved the fitted model to {out} (selection: {model.selection_})")
-    console.print(f"output: {model.guard_.summary()}")
+    console.print(f"saved the fitted model to {out}")
+    console.print(model.report_.summary())
 
 
 @app.command()
@@ -227,19 +225,11 @@ def correct(
     with _status(f"correcting {X.shape[0]} rows ..."):
         corrected = corrector.predict_proba(X, P)
     write_array(target, corrected, columns=columns)
-    # the rare labels with their own threshold (rules 43 and 44), by column name where --probs has them
-    own = {columns[j] if columns else str(j): t for j, t in sorted((corrector.guard_.label_thresholds or {}).items())}
     if as_json:
         _print_json({"out": str(target), "shape": list(corrected.shape), "model": str(model),
-                     "guard_blend": corrector.guard_.blend, "threshold": corrector.threshold_,
-                     "label_thresholds": own})
+                     "base_weight": corrector.base_weight_, "threshold": corrector.threshold_})
         return
-    line = (f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}; the model "
-            f"predicts a label at probability >= {corrector.threshold_:g}")
-    if own:
-        named = ", ".join(f"{name} at {t:g}" for name, t in list(own.items())[:5])
-        more = ", ..." if len(own) > 5 else ""
-        line += f"; {len(own)} rare label(s) at their own, lower one (rules 43 and 44): {named}{more}"
-    _console().print(line)
+    _console().print(f"wrote corrected probabilities {corrected.shape[0]}x{corrected.shape[1]} to {target}; the model "
+                     f"predicts a label at probability >= {corrector.threshold_:g}")
 
 
