@@ -394,3 +394,96 @@ def test_evaluate_on_a_single_label_column(tmp_path: Path) -> None:
     result = lsnpc("evaluate", "--labels", tmp_path / "y.npy", "--probs", tmp_path / "p.npy", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["micro_f1"] == pytest.approx(0.5)
+
+
+# ----------------------------------------------------------------------------- outputs and inputs
+
+
+def test_an_output_is_never_one_of_the_commands_inputs(tmp_path: Path) -> None:
+    """``--force`` replaces an old output, never an input of the same command: every command that writes refuses
+    an --out that is one of its inputs (also through a link), or lies inside an input folder, in one line naming
+    both flags, and leaves the input as it was."""
+    X, Y = make_toy_multilabel(40, 3, 2, seed=0)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "Y.npy", Y)
+    np.save(tmp_path / "P.npy", np.clip(0.8 * Y + 0.1, 0, 1))
+    pd.DataFrame(Y, columns=["a", "b"]).to_csv(tmp_path / "Y.csv", index=False)
+    (tmp_path / "link.npy").symlink_to(tmp_path / "Y.npy")
+    model = tmp_path / "model"
+    model.mkdir()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    X_, Y_, P_, Ycsv = (tmp_path / name for name in ("X.npy", "Y.npy", "P.npy", "Y.csv"))
+    cases = [
+        (("noise", "--labels", Y_, "--out", Y_), "--labels"),
+        (("noise", "--labels", Y_, "--out", tmp_path / "link.npy"), "--labels"),
+        (("correct", "--model", model, "--features", X_, "--probs", P_, "--out", X_), "--features"),
+        (("correct", "--model", model, "--features", X_, "--probs", P_, "--out", model / "c.npy"), "--model"),
+        (("label-issues", "--features", X_, "--labels", Ycsv, "--probs", P_, "--out", Ycsv), "--labels"),
+        (("fit", "--features", X_, "--probs", P_, "--out", P_), "--probs"),
+    ]
+    for args, flag in cases:
+        result = lsnpc(*args, "--force", cwd=tmp_path.parent)
+        assert_user_error(result, f"--out {args[-1]}", flag, "never writes over its own input")
+        assert len(result.stderr.strip().splitlines()) == 1
+    # a folder holding the inputs is refused by the save itself: it is not a saved model
+    assert_user_error(lsnpc("fit", "--features", X_, "--probs", P_, "--out", tmp_path, "--force"), "--out",
+                      "not a saved LSNPC model")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert list(model.iterdir()) == []
+
+
+def test_paths_may_start_with_a_tilde(tmp_path: Path) -> None:
+    """``--out=~/x`` (which no shell expands) and any other path flag mean the home folder's x."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    _, Y = make_toy_multilabel(30, 3, 2, seed=0)
+    np.save(home / "Y.npy", Y)
+    result = lsnpc("noise", "--labels", "~/Y.npy", "--out=~/noisy.npy", cwd=work, HOME=str(home))
+    assert result.returncode == 0, result.stderr
+    assert np.load(home / "noisy.npy").shape == Y.shape
+    assert list(work.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- saying what it means
+
+
+def test_help_lists_each_command_with_its_whole_description() -> None:
+    """``lsnpc --help`` shows every command's first sentence whole (wrapped), never cut off with '...'."""
+    import typer.main
+
+    from lsnpc.cli import app
+
+    group = typer.main.get_command(app)
+    for columns in ("80", "200"):
+        shown = " ".join(lsnpc("--help", COLUMNS=columns).stdout.split())
+        assert "..." not in shown.split("Commands:", 1)[1]
+        for name, command in group.commands.items():
+            first = " ".join(command.help.split("\n\n")[0].split()) if command.help else ""
+            sentence = first.split(". ")[0].rstrip(".")
+            assert sentence in shown, (name, sentence, shown)
+
+
+def _tiny_inputs(folder: Path) -> tuple[str, ...]:
+    """X, P and Y of 40 rows in ``folder``; the flags of ``lsnpc fit`` that read them, --out ``folder``/m."""
+    X, _ = make_toy_multilabel(40, 3, 2, seed=0)
+    np.save(folder / "X.npy", X)
+    np.save(folder / "P.npy", np.full((40, 2), 0.5))
+    np.save(folder / "Y.npy", np.eye(2, dtype=int)[np.arange(40) % 2])
+    return ("fit", "--features", str(folder / "X.npy"), "--probs", str(folder / "P.npy"), "--out", str(folder / "m"))
+
+
+def test_set_encoder_says_the_parameter_exists_but_takes_a_module(tmp_path: Path) -> None:
+    fit = _tiny_inputs(tmp_path)
+    assert_user_error(lsnpc(*fit, "--set", "encoder=foo"), "encoder takes a torch module", "command line cannot",
+                      "LSNPC(encoder=module)")
+    assert not (tmp_path / "m").exists()
+
+
+def test_device_without_cuda_names_the_flag(tmp_path: Path) -> None:
+    fit = _tiny_inputs(tmp_path)
+    no_gpu = {"CUDA_VISIBLE_DEVICES": ""}
+    for args in (fit, ("label-issues", "--features", tmp_path / "X.npy", "--labels", tmp_path / "Y.npy", "--probs",
+                       tmp_path / "P.npy", "--out", tmp_path / "issues.csv"), ("demo", "--max-train", "100")):
+        assert_user_error(lsnpc(*args, "--device", "cuda", **no_gpu), "--device", "CUDA is not available")
+    assert not (tmp_path / "m").exists() and not (tmp_path / "issues.csv").exists()

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _check_label_arrays, _console, _metrics_table, _parse_sets, _print_json,
-    _progress, _read, _refuse_existing, _status, _user_errors, app,
+    JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _check_device, _check_label_arrays, _console, _metrics_table, _parse_sets,
+    _print_json, _progress, _read, _refuse_existing, _refuse_input_as_output, _status, _user_errors, app,
 )
 
 # ----------------------------------------------------------------------------- demo
@@ -45,6 +45,7 @@ def demo(
     """
     from lsnpc.experiments import ConfigError, expand_runs, get_component, group_runs, parse_config, run_group
 
+    _check_device(device)
     raw = {
         "name": "demo", "device": device, "seeds": [seed],
         "datasets": [{"name": dataset, "data_home": str(data_home) if data_home else None, "max_train": max_train}],
@@ -153,6 +154,11 @@ def fit(
     from lsnpc.corrector import LSNPC
     from lsnpc.corrector.persistence import check_save_target
 
+    _refuse_input_as_output("--out", out, {
+        "--features": features, "--probs": probs, "--labels": labels, "--clean-features": clean_features,
+        "--clean-labels": clean_labels, "--clean-probs": clean_probs, "--val-features": val_features,
+        "--val-labels": val_labels, "--val-probs": val_probs})
+    _check_device(device)
     try:
         check_save_target(out, overwrite=force)  # before minutes of training, not after
     except FileExistsError as exc:
@@ -216,6 +222,7 @@ def correct(
         raise FileNotFoundError(f"--model: model folder not found: {model}")
     target = out if out is not None else probs.with_name(f"{probs.stem}.corrected{probs.suffix}")
     array_format(target, "--out")
+    _refuse_input_as_output("--out", target, {"--model": model, "--features": features, "--probs": probs})
     _refuse_existing(target, force)
     X, _ = _read(features, "--features")
     P, columns = _read(probs, "--probs")

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ._app import (
-    JSON_OPTION, _console, _print_json, _read, _refuse_existing, _stderr, _user_errors, app, datasets_app,
+    JSON_OPTION, _console, _print_json, _read, _refuse_existing, _refuse_input_as_output, _stderr, _user_errors, app,
+    datasets_app,
 )
 
 @app.command()
@@ -27,6 +28,7 @@ def noise(
     from lsnpc.noise import simulate_noise
 
     array_format(out, "--out")
+    _refuse_input_as_output("--out", out, {"--labels": labels})
     _refuse_existing(out, force)
     Y, columns = _read(labels, "--labels")
     Y_noisy, report = simulate_noise(Y, kind, rate, random_state=seed)
