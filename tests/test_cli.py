@@ -68,7 +68,8 @@ def test_noise_then_evaluate_roundtrip(tmp_path: Path) -> None:
 
     expected = evaluate(Yn, probs)
     got = json.loads(result.stdout)
-    assert got.keys() == expected.keys()
+    assert got.keys() == {*expected, "threshold", "threshold_source", "labels_without_positive"}
+    assert got["threshold"] == 0.5 and got["threshold_source"].startswith("the default")
     for key, value in expected.items():
         assert got[key] == pytest.approx(value)
 
@@ -487,3 +488,89 @@ def test_device_without_cuda_names_the_flag(tmp_path: Path) -> None:
                        tmp_path / "P.npy", "--out", tmp_path / "issues.csv"), ("demo", "--max-train", "100")):
         assert_user_error(lsnpc(*args, "--device", "cuda", **no_gpu), "--device", "CUDA is not available")
     assert not (tmp_path / "m").exists() and not (tmp_path / "issues.csv").exists()
+
+
+# ----------------------------------------------------------------------------- evaluate at the model's thresholds
+
+
+def _scored_at(result: subprocess.CompletedProcess[str]) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_evaluate_scores_at_a_models_own_threshold_and_says_so(tmp_path: Path) -> None:
+    """With --model, evaluate labels at the model's thresholds (as its predict does), not at 0.5, and both the
+    table and --json say which threshold was used; --threshold given beside it wins, and says so."""
+    from lsnpc import LSNPC
+    from lsnpc.metrics import evaluate
+
+    X, Y = make_toy_multilabel(60, 3, 3, seed=0)
+    P = np.clip(0.45 * Y + np.random.default_rng(0).uniform(0, 0.5, Y.shape), 0, 1)
+    LSNPC(epochs=1, hidden_dim=16, latent_dim=4, threshold=0.3, random_state=0).fit(X, P).save(tmp_path / "m")
+    np.save(tmp_path / "Y.npy", Y)
+    np.save(tmp_path / "P.npy", P)
+    base = ("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy")
+    at_model = _scored_at(lsnpc(*base, "--model", tmp_path / "m", "--json"))
+    assert at_model["micro_f1"] == pytest.approx(evaluate(Y, P, threshold=0.3)["micro_f1"])
+    assert at_model["micro_f1"] != pytest.approx(evaluate(Y, P)["micro_f1"])
+    assert at_model["threshold"] == pytest.approx(0.3) and "--model" in at_model["threshold_source"]
+    shown = lsnpc(*base, "--model", tmp_path / "m")
+    assert shown.returncode == 0, shown.stderr
+    assert "probability >= 0.3 (--model" in " ".join(shown.stdout.split())
+    default = lsnpc(*base)
+    assert "probability >= 0.5 (the default" in " ".join(default.stdout.split())
+    given = _scored_at(lsnpc(*base, "--model", tmp_path / "m", "--threshold", "0.6", "--json"))
+    assert given["micro_f1"] == pytest.approx(evaluate(Y, P, threshold=0.6)["micro_f1"])
+    assert given["threshold_source"].startswith("--threshold, instead of --model")
+    assert_user_error(lsnpc(*base, "--model", tmp_path / "nomodel"), "--model", "not found")
+
+
+def test_evaluate_takes_one_threshold_per_label_from_a_file(tmp_path: Path) -> None:
+    from lsnpc.metrics import evaluate
+
+    _, Y = make_toy_multilabel(60, 3, 3, seed=1)
+    P = np.clip(0.45 * Y + np.random.default_rng(1).uniform(0, 0.5, Y.shape), 0, 1)
+    names = ["cat", "dog", "fish"]
+    np.save(tmp_path / "Y.npy", Y)
+    pd.DataFrame(P, columns=names).to_csv(tmp_path / "P.csv", index=False)
+    per_label = np.array([0.3, 0.5, 0.7])
+    expected = evaluate(Y, P, threshold=per_label)
+    np.save(tmp_path / "t.npy", per_label)
+    (tmp_path / "t.json").write_text(json.dumps(per_label.tolist()))
+    (tmp_path / "named.json").write_text(json.dumps({"fish": 0.7, "cat": 0.3, "dog": 0.5}))  # any order, by name
+    pd.DataFrame([per_label[::-1]], columns=names[::-1]).to_csv(tmp_path / "t.csv", index=False)
+    base = ("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.csv")
+    for file in ("t.npy", "t.json", "named.json", "t.csv"):
+        got = _scored_at(lsnpc(*base, "--thresholds", tmp_path / file, "--json"))
+        assert got["micro_f1"] == pytest.approx(expected["micro_f1"]), file
+        assert got["threshold"] == pytest.approx(per_label.tolist()), file
+    shown = " ".join(lsnpc(*base, "--thresholds", tmp_path / "t.json").stdout.split())
+    assert "one per label: cat at 0.3, dog at 0.5, fish at 0.7 (--thresholds" in shown
+    (tmp_path / "two.json").write_text("[0.5, 0.5, 0.7]")
+    shown = " ".join(lsnpc(*base, "--thresholds", tmp_path / "two.json").stdout.split())
+    assert "probability >= 0.5, 1 of 3 labels at their own: fish at 0.7 (--thresholds" in shown
+    (tmp_path / "short.json").write_text("[0.3, 0.5]")
+    (tmp_path / "big.json").write_text("[0.3, 0.5, 1.5]")
+    (tmp_path / "wrong.json").write_text(json.dumps({"cat": 0.3, "dog": 0.5, "bird": 0.7}))
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "short.json"), "--thresholds", "one number per label")
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "big.json"), "--thresholds", "in [0, 1]")
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "wrong.json"), "--thresholds names the labels")
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "t.json", "--threshold", "0.4"), "not both")
+
+
+def test_evaluate_explains_labels_without_a_positive(tmp_path: Path) -> None:
+    """mAP averages the labels that have a positive; evaluate says how many had none, and never prints a bare
+    'nan' where a score is undefined."""
+    Y = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 0]])
+    np.save(tmp_path / "Y.npy", Y)
+    np.save(tmp_path / "none.npy", np.zeros_like(Y))
+    np.save(tmp_path / "P.npy", np.array([[.9, .2, .1], [.4, .8, .3], [.6, .45, .2], [.1, .1, .6]]))
+    some = lsnpc("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy")
+    assert some.returncode == 0, some.stderr
+    assert "1 of 3 labels have no positive in --labels; mAP averages the other 2" in " ".join(some.stdout.split())
+    none = lsnpc("evaluate", "--labels", tmp_path / "none.npy", "--probs", tmp_path / "P.npy")
+    assert none.returncode == 0, none.stderr
+    assert "nan" not in none.stdout.lower() and "undefined" in none.stdout
+    assert "no label has a positive in --labels" in " ".join(none.stdout.split())
+    assert json.loads(lsnpc("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy",
+                            "--json").stdout)["labels_without_positive"] == 1
