@@ -574,3 +574,30 @@ def test_evaluate_explains_labels_without_a_positive(tmp_path: Path) -> None:
     assert "no label has a positive in --labels" in " ".join(none.stdout.split())
     assert json.loads(lsnpc("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy",
                             "--json").stdout)["labels_without_positive"] == 1
+
+
+def test_plot_training_writes_a_models_curve_and_never_replaces_a_file_unasked(tmp_path: Path) -> None:
+    from lsnpc import LSNPC
+
+    X, Y = make_toy_multilabel(80, 3, 2, seed=0)
+    P = np.clip(0.6 * Y + np.random.default_rng(0).uniform(0, 0.4, Y.shape), 0, 1)
+    LSNPC(epochs=2, hidden_dim=16, latent_dim=4, random_state=0).fit(X, P, labels=Y).save(tmp_path / "m")
+    saved = sorted(p.name for p in (tmp_path / "m").iterdir())
+    out = tmp_path / "curve.png"
+    result = lsnpc("plot-training", tmp_path / "m", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and out.stat().st_size > 5000
+    assert f"wrote the training curve of {tmp_path / 'm'} to {out}" in " ".join(result.stdout.split())
+    out.write_bytes(b"mine")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", out), "--out", "already exists; pass --force")
+    assert out.read_bytes() == b"mine"
+    forced = lsnpc("plot-training", tmp_path / "m", "--out", out, "--force", "--json")
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["selection"].startswith("noisy_f1") and out.read_bytes().startswith(b"\x89PNG")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", tmp_path / "m" / "c.png", "--force"),
+                      "--out", "is inside MODEL", "never writes over its own input")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", tmp_path / "c.txt"), "--out must end in .png")
+    assert_user_error(lsnpc("plot-training", tmp_path / "none", "--out", tmp_path / "c.png"), "model folder not found")
+    (tmp_path / "m" / "config.json").write_text("{}")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", tmp_path / "c.png"), "MODEL", "config")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == saved
