@@ -221,6 +221,28 @@ def test_fit_shows_epochs_and_time_left_on_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0, shown
     assert "epoch" in shown and "3/3" in shown and "left" in shown, shown
     assert b"saved the fitted model" in out
+    # the bar names the phase that runs: after the last epoch, the student's fit (not "warm start done")
+    assert "fitting the student" in shown and "warm start done" not in shown, shown
+
+
+def test_fit_progress_names_each_phase_as_it_runs() -> None:
+    """What the bar says once each step's history entry arrives: the next step by name, including the phases
+    after training, and a phase it does not know by its own name."""
+    from lsnpc.cli.correcting import _running_next
+
+    def after(phase: object, epoch: int = 0, total: int = 36, *, student: bool = True, **entry: object) -> str:
+        return _running_next(phase, epoch, total, {"phase": phase, **entry}, student=student)
+
+    assert after("warm_start") == "training epoch 1/36"
+    assert after("train", 1) == "training epoch 2/36"
+    assert after("train", 35) == "training epoch 36/36"
+    assert after("train", 36) == "fitting the student"
+    assert after("train", 36, student=False) == "choosing blend and threshold"
+    assert after("train", 7, diverged=True) == "fitting the student"
+    assert after("student", 36) == "choosing blend and threshold"
+    assert after("decide", 36) == "saving the model"
+    assert after("calibrate_probabilities", 36) == "calibrate probabilities"
+    assert after(None) == "fitting LSNPC"
 
 
 @pytest.mark.slow

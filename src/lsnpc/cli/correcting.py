@@ -102,6 +102,27 @@ _FIT_ERRORS = dict(X="--features", pred_probs="--probs", X_clean="--clean-featur
 
 
 
+def _running_next(phase: Any, epoch: int, total: int, entry: Any, *, student: bool) -> str:
+    """What ``lsnpc fit`` does next, for its progress bar, once the step whose history ``entry`` (of ``phase``,
+    ``epoch`` of ``total``) reports has finished: the warm start, each training epoch, the student's fit, the
+    choice of blend and threshold (``student``: whether the fit has a student). A phase this does not know is
+    shown by its own name."""
+    from rich.markup import escape
+
+    diverged = isinstance(entry, dict) and bool(entry.get("diverged"))
+    if phase == "warm_start":
+        return f"training epoch 1/{total}"
+    if phase == "train" and epoch < total and not diverged:
+        return f"training epoch {epoch + 1}/{total}"
+    if phase == "train":  # the last epoch, or training stopped
+        return "fitting the student" if student else "choosing blend and threshold"
+    if phase == "student":
+        return "choosing blend and threshold"
+    if phase == "decide":
+        return "saving the model"
+    return escape(str(phase).replace("_", " ")) if phase else "fitting LSNPC"
+
+
 def _optional_triplet(name: str, paths: tuple[Path | None, ...]) -> list[Any] | None:
     given = [p is not None for p in paths]
     if not any(given):
@@ -180,9 +201,14 @@ def fit(
     if val is not None:
         kwargs.update(X_val=val[0], y_val=val[1], pred_probs_val=val[2])
     start = time.perf_counter()
-    with _progress(f"fitting LSNPC on {X.shape[0]} samples", unit="epoch") as update:
+    with _progress("warm start" if model.warm_start else "training epoch 1", unit="epoch") as update:
+        shown = [0, None]  # the bar's count: epochs trained, of how many
+
         def on_epoch(epoch: int, total: int, entry: dict[str, Any]) -> None:
-            update(epoch, total, "warm start done" if epoch == 0 else None)
+            phase = entry.get("phase") if isinstance(entry, dict) else None
+            if phase in ("warm_start", "train"):
+                shown[:] = [epoch, total]
+            update(shown[0], shown[1], _running_next(phase, epoch, total, entry, student=bool(model.student)))
 
         try:
             model.fit(X, P, on_epoch=on_epoch, **kwargs)
