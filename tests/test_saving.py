@@ -80,3 +80,12 @@ def test_save_to_a_path_with_a_tilde_writes_in_the_home_folder(tmp_path: Path,
     with pytest.raises(FileExistsError):
         model.save("~/model")
     assert LSNPC.load(home / "model").predict_seed_ == model.predict_seed_
+
+
+@pytest.mark.xfail(strict=True, reason="LSNPC.load reads the path as given until persistence.read_corrector expands ~ "
+                                       "(lsnpc._io.user_path); remove this mark then")
+def test_load_from_a_path_with_a_tilde(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    model = _tiny_fit(0)
+    model.save(tmp_path / "model")
+    assert LSNPC.load("~/model").predict_seed_ == model.predict_seed_
