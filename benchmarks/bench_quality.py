@@ -38,6 +38,9 @@ A pool of configurations, each with its own size, runs as one command with ``--c
     python benchmarks/bench_quality.py --configs "scene@640" "bibtex[top=110]@960" --methods lsnpc lsnpc-noval \\
         --out pool.jsonl
 
+Arguments may also come from a file, one per line, named with ``@``: ``@benchmarks/stand-ins.args`` holds
+the seven stand-ins for data sets we do not have (the README's quality table).
+
 Each finished setting is appended to ``--out`` (JSON lines), and a run skips the settings already
 there, so an interrupted run resumes; ``--report`` prints the tables of an existing file. Text data
 sets (goemotions) are encoded with MiniLM (`lsnpc.features`), cached under ``--feature-cache``, from a
@@ -296,7 +299,8 @@ def parse_config(spec: str) -> tuple[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     fromfile_prefix_chars="@")
     parser.add_argument("--datasets", nargs="+", default=None, help="default: scene (with --report: all in --out)")
     parser.add_argument("--train-sizes", nargs="+", default=None,
                         help='training rows drawn from the canonical training split ("full": all; the default)')
