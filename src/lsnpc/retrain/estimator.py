@@ -1,0 +1,371 @@
+"""CorrectedLabelsClassifier: retrain any multilabel classifier on LSNPC-corrected labels, keep what
+validation prefers (beyond the paper)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from numbers import Integral
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+
+from .._validation import (
+    _is_index_lists,
+    check_array,
+    check_bool,
+    check_is_fitted,
+    check_multilabel,
+    check_n_features,
+    check_random_state,
+    check_same_n_samples,
+    check_scalar,
+)
+from ..corrector.threshold import DEFAULT_THRESHOLDS, SCORINGS, check_thresholds
+from .selection import RetrainReport, choose
+
+__all__ = ["CorrectedLabelsClassifier"]
+
+# LSNPC parameters the estimator sets itself (from its own parameters), which corrector_params may not
+_OWN = ("random_state", "device", "n_threads")
+
+
+class CorrectedLabelsClassifier(BaseEstimator):
+    """Retrain a multilabel classifier on corrected labels, and keep what clean validation rows prefer.
+
+    ``fit(X, y, X_val=..., y_val=...)`` takes noisy training labels ``y`` and does, in order:
+
+    1. out-of-fold probabilities of ``clone(estimator)`` on the noisy labels
+       (:func:`lsnpc.cross_val_pred_probs`, ``cv`` multilabel-stratified folds);
+    2. corrected labels from them (:func:`lsnpc.correct_labels`: each given positive moved to the label it
+       most likely came from under the estimated noise), kept as ``labels_``;
+    3. a fresh clone fitted on the corrected labels;
+    4. with clean validation rows: the candidates — the model fitted on the given labels, the retrained
+       model and, with ``post_hoc``, each followed by LSNPC (fitted on that model's out-of-fold
+       probabilities, the labels it was trained on choosing LSNPC's epoch) — are scored on the validation
+       rows, each fold of them at the threshold :func:`lsnpc.tune_threshold` chooses on the other folds,
+       and the best is kept at the threshold chosen on all of them (:mod:`lsnpc.retrain.selection`).
+       Without validation rows the retrained model is kept, at 0.5.
+
+    ``report_`` says which candidate was kept and the validation numbers that chose it.
+
+    Parameters
+    ----------
+    estimator : object with ``fit(X, Y)`` and ``predict_proba(X)``, or None
+        The classifier to train: any scikit-learn multilabel classifier (``sklearn.neural_network.
+        MLPClassifier`` on a 0/1 indicator matrix, a ``MultiOutputClassifier``, ...) or one of lsnpc's.
+        It is cloned, never fitted itself. None: ``lsnpc.MLPClassifier`` seeded from ``random_state``.
+    cv : int, default 5
+        Folds of the out-of-fold probabilities (step 1; and of the retrained model's for its LSNPC).
+    post_hoc : bool, default True
+        Also compare each model followed by LSNPC post-hoc (two LSNPC fits and ``cv`` more fits of the
+        estimator; only with validation rows).
+    val_folds : int, default 5
+        The parts the validation rows are cut into to score the candidates (at least this many rows).
+    thresholds : sequence of float, default 0.2, 0.225, ..., 0.5
+        The grid the decision threshold is chosen on (:func:`lsnpc.tune_threshold`'s).
+    scoring : {"micro+macro", "micro_f1", "macro_f1"} or callable, default "micro+macro"
+        What the choice of candidate and threshold maximises (:func:`lsnpc.tune_threshold`'s).
+    corrector_params : dict or None
+        LSNPC parameters for the label correction and the post-hoc correctors (over their defaults:
+        :data:`lsnpc.label_issues.LABEL_CORRECTOR_DEFAULTS` for the correction, ``LSNPC()``'s for post-hoc);
+        not ``random_state``, ``device`` or ``n_threads``, which come from this estimator.
+    random_state : int, numpy Generator or None
+        Seeds the folds, LSNPC and the default estimator (a given estimator keeps its own seed). The same
+        int gives the same model when the estimator's own seed is fixed.
+    device : str, default "cpu"
+        Torch device of LSNPC and of the default estimator.
+    n_threads : int or None, default 1
+        Torch CPU threads of LSNPC and of the default estimator.
+
+    Attributes
+    ----------
+    estimator_ : the kept fitted model (trained on the given labels or on the corrected ones)
+    corrector_ : LSNPC or None
+        The post-hoc corrector applied to ``estimator_``'s probabilities, when a "+lsnpc" candidate was kept.
+    labels_ : ndarray (n, L) int64
+        The corrected training labels.
+    oof_probs_ : ndarray (n, L) float32
+        The out-of-fold probabilities of the model on the given labels (step 1).
+    threshold_ : float
+        The decision threshold of :meth:`predict`.
+    report_ : RetrainReport
+        The kept candidate, every candidate's validation numbers, how many labels the correction changed.
+    n_features_in_, n_labels_ : int
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier                      # doctest: +SKIP
+    >>> model = CorrectedLabelsClassifier(MLPClassifier(max_iter=500), random_state=0)  # doctest: +SKIP
+    >>> model.fit(X, Y_noisy, X_val=X_val, y_val=Y_val).predict(X_test)     # doctest: +SKIP
+    >>> model.report_.kept, model.report_.gain_micro_f1                      # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        estimator: Any = None,
+        *,
+        cv: int = 5,
+        post_hoc: bool = True,
+        val_folds: int = 5,
+        thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+        scoring: str | Callable[[np.ndarray, np.ndarray], float] = "micro+macro",
+        corrector_params: Mapping[str, Any] | None = None,
+        random_state: int | np.random.Generator | None = None,
+        device: str = "cpu",
+        n_threads: int | None = 1,
+    ) -> None:
+        self.estimator = estimator
+        self.cv = cv
+        self.post_hoc = post_hoc
+        self.val_folds = val_folds
+        self.thresholds = thresholds
+        self.scoring = scoring
+        self.corrector_params = corrector_params
+        self.random_state = random_state
+        self.device = device
+        self.n_threads = n_threads
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self) -> None:
+        if self.estimator is not None:
+            for method in ("fit", "predict_proba"):
+                if not callable(getattr(self.estimator, method, None)):
+                    raise ValueError(f"estimator must have fit and predict_proba methods; "
+                                     f"{type(self.estimator).__name__} has no {method}")
+            if not callable(getattr(self.estimator, "get_params", None)):
+                raise ValueError(f"estimator must be a scikit-learn style estimator (get_params, for clone); "
+                                 f"{type(self.estimator).__name__} has none")
+        check_scalar(self.cv, "cv", kind=Integral, low=2)
+        check_bool(self.post_hoc, "post_hoc")
+        check_scalar(self.val_folds, "val_folds", kind=Integral, low=2)
+        check_thresholds(self.thresholds)
+        if not callable(self.scoring) and self.scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {', '.join(map(repr, SCORINGS))} or a callable "
+                             f"scoring(y_true, y_pred) -> float, got {self.scoring!r}")
+        self._corrector_params()
+        check_random_state(self.random_state)
+        from .._torch import resolve_device
+
+        resolve_device(self.device)
+        if self.n_threads is not None:
+            check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
+
+    def _corrector_params(self) -> dict[str, Any]:
+        from ..corrector import LSNPC
+
+        params = {} if self.corrector_params is None else self.corrector_params
+        if not isinstance(params, Mapping):
+            raise ValueError(f"corrector_params must be a dict of LSNPC parameters or None, got {params!r:.60}")
+        known = set(LSNPC._get_param_names())
+        for key in params:
+            if key in _OWN:
+                raise ValueError(f"corrector_params may not set {key!r}: it is this estimator's own parameter")
+            if key not in known:
+                raise ValueError(f"corrector_params: LSNPC has no parameter {key!r}")
+        return dict(params)
+
+    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any, n_labels: int | None) -> tuple[np.ndarray, ...]:
+        Xa = check_array(X, "X", ndim=2, min_samples=2)
+        if n_labels is None and _is_index_lists(y, None):
+            n_labels = _widest_index(y, y_val if _is_index_lists(y_val, None) else None)
+        Y = check_multilabel(y, "y", n_labels=n_labels, min_samples=2)
+        check_same_n_samples(X=Xa, y=Y)
+        if Xa.shape[0] < self.cv:
+            raise ValueError(f"cv={self.cv} folds need at least {self.cv} rows of X, got {Xa.shape[0]}")
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together (or neither)")
+        if X_val is None:
+            return Xa, Y, None, None
+        Xv = check_array(X_val, "X_val", ndim=2)
+        check_n_features(Xv, "X_val", Xa.shape[1], "features (columns)")
+        if not isinstance(y_val, (list, tuple)) and np.ndim(y_val) == 2 and np.shape(y_val)[1] != Y.shape[1]:
+            raise ValueError(f"y_val has {np.shape(y_val)[1]} label columns, but y has {Y.shape[1]}")
+        Yv = check_multilabel(y_val, "y_val", n_labels=Y.shape[1])
+        check_same_n_samples(X_val=Xv, y_val=Yv)
+        if not Yv.any():
+            raise ValueError("y_val holds no positive label: F1 is 0 for every candidate there, so it cannot "
+                             "choose; give validation rows with positive labels, or none")
+        if len(Yv) < self.val_folds:
+            raise ValueError(f"X_val has {len(Yv)} rows; scoring the candidates in val_folds={self.val_folds} "
+                             f"parts needs at least {self.val_folds}")
+        return Xa, Y, Xv, Yv
+
+    # ------------------------------------------------------------------ fit
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        X_val: Any = None,
+        y_val: Any = None,
+        n_labels: int | None = None,
+        on_step: Callable[[str, int, int], None] | None = None,
+    ) -> CorrectedLabelsClassifier:
+        """Correct the labels ``y`` and retrain; with ``X_val``/``y_val``, keep the best candidate.
+
+        Parameters
+        ----------
+        X : array (n, d)
+            Training features.
+        y : array (n, L) of 0/1, or a list of n lists of label indices
+            The (noisy) training labels.
+        X_val, y_val : arrays (m, d) and (m, L) (or lists of label indices), optional
+            Clean validation rows, never trained on: they choose the candidate and the threshold. At least
+            ``val_folds`` rows, with at least one positive label.
+        n_labels : int, optional
+            L, for labels given as lists of indices (default: the largest index in ``y`` or ``y_val`` + 1).
+        on_step : callable(description, done, total), optional
+            Called as each step starts and once at the end (for progress displays).
+
+        Returns
+        -------
+        self
+        """
+        from ..corrector import LSNPC
+        from ..label_issues import correct_labels
+        from ..model_selection import cross_val_pred_probs
+
+        self._check_params()
+        Xa, Y, Xv, Yv = self._check_data(X, y, X_val, y_val, n_labels)
+        rng = check_random_state(self.random_state)
+        fold_seed, correct_seed, lsnpc_seed, model_seed, val_seed = (int(s) for s in rng.integers(2**31 - 1, size=5))
+        template = self._template(model_seed)
+        params = self._corrector_params()
+        compare = Xv is not None
+        steps = ["out-of-fold probabilities", "correcting the labels", "retraining on the corrected labels"]
+        if compare:
+            steps.append("training on the given labels")
+            if self.post_hoc:
+                steps += ["out-of-fold probabilities of the retrained model", "LSNPC on the given-label model",
+                          "LSNPC on the retrained model"]
+            steps.append("comparing on the validation rows")
+        progress = _Steps(steps, on_step)
+
+        progress.next()
+        P = cross_val_pred_probs(template, Xa, Y, cv=self.cv, random_state=fold_seed)
+        progress.next()
+        corrected = correct_labels(Y, P, features=Xa, random_state=correct_seed, device=self.device,
+                                   n_threads=self.n_threads, **params)
+        progress.next()
+        models = {"retrained": clone(template).fit(Xa, corrected)}
+        correctors: dict[str, Any] = {}
+        kept, scores, scoring, threshold = "retrained", (), _scoring_name(self.scoring), 0.5
+        if compare:
+            progress.next()
+            models["noisy"] = clone(template).fit(Xa, Y)
+            val_probs = {name: _probs(models[name], Xv, Y.shape[1]) for name in ("noisy", "retrained")}
+            if self.post_hoc:
+                progress.next()
+                P_retrained = cross_val_pred_probs(template, Xa, corrected, cv=self.cv, random_state=fold_seed)
+                for name, oof, labels in (("noisy", P, Y), ("retrained", P_retrained, corrected)):
+                    progress.next()
+                    lsnpc = LSNPC(**{**params, "random_state": lsnpc_seed, "device": self.device,
+                                     "n_threads": self.n_threads})
+                    correctors[name] = lsnpc.fit(Xa, oof, labels=labels)
+                    val_probs[f"{name}+lsnpc"] = correctors[name].predict_proba(Xv, val_probs[name])
+            progress.next()
+            kept, scores, scoring = choose(Yv, val_probs, n_folds=self.val_folds, random_state=val_seed,
+                                           thresholds=self.thresholds, scoring=self.scoring)
+            threshold = next(s.threshold for s in scores if s.name == kept)
+        progress.done()
+
+        base = kept.removesuffix("+lsnpc")
+        self.estimator_ = models[base]
+        self.corrector_ = correctors[base] if kept.endswith("+lsnpc") else None
+        self.labels_ = np.asarray(corrected, dtype=np.int64)
+        self.oof_probs_ = np.asarray(P, dtype=np.float32)
+        self.threshold_ = float(threshold)
+        self.report_ = RetrainReport(kept=kept, threshold=float(threshold), candidates=scores,
+                                     val_rows=0 if Yv is None else len(Yv), folds=self.val_folds if compare else 0,
+                                     scoring=scoring, labels_changed=int((corrected != Y).sum()), n_entries=int(Y.size))
+        self.n_features_in_ = int(Xa.shape[1])
+        self.n_labels_ = int(Y.shape[1])
+        return self
+
+    def _template(self, seed: int) -> Any:
+        """The unfitted estimator every step clones: the given one, or lsnpc's MLP seeded from ``seed``."""
+        if self.estimator is not None:
+            return self.estimator
+        from ..classifiers import MLPClassifier
+
+        return MLPClassifier(random_state=seed, device=self.device, n_threads=self.n_threads)
+
+    # ------------------------------------------------------------------ predict
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Per-label probabilities (n, L) float32 of the kept candidate."""
+        check_is_fitted(self, "estimator_")
+        Xa = check_array(X, "X", ndim=2)
+        check_n_features(Xa, "X", self.n_features_in_, "features (columns)")
+        probs = _probs(self.estimator_, Xa, self.n_labels_)
+        if self.corrector_ is not None:
+            probs = self.corrector_.predict_proba(Xa, probs)
+        return np.asarray(probs, dtype=np.float32)
+
+    def predict(self, X: Any, threshold: float | None = None) -> np.ndarray:
+        """0/1 labels (n, L) int64: probability >= ``threshold`` (default ``threshold_``)."""
+        check_is_fitted(self, "estimator_")
+        if threshold is not None:
+            check_scalar(threshold, "threshold", low=0.0, high=1.0)
+        return (self.predict_proba(X) >= (self.threshold_ if threshold is None else threshold)).astype(np.int64)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path, *, overwrite: bool = False) -> None:
+        """Write the fitted estimator to the folder ``path`` (safetensors + JSON, checksummed; never a pickle).
+
+        Only where the kept model is one of lsnpc's classifiers (``MLPClassifier``, ``ADDGCN``, ``HLC``): a
+        scikit-learn model has no such format (ValueError; save it with its own tools). The write is atomic;
+        an existing saved estimator at ``path`` is replaced only with ``overwrite=True``, anything else never.
+        """
+        from .persistence import save_retrained
+
+        check_is_fitted(self, "estimator_")
+        save_retrained(self, path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path, *, device: str = "cpu") -> CorrectedLabelsClassifier:
+        """Load an estimator written by :meth:`save` onto ``device``; every file is checked first (one
+        ValueError saying what is damaged)."""
+        from .persistence import load_retrained
+
+        return load_retrained(cls, path, device=device)
+
+
+class _Steps:
+    """Calls ``on_step(description, done, total)`` as each named step starts, and once at the end."""
+
+    def __init__(self, steps: list[str], on_step: Callable[[str, int, int], None] | None) -> None:
+        self.steps, self.on_step, self.done_count = steps, on_step, 0
+
+    def next(self) -> None:
+        if self.on_step is not None:
+            self.on_step(self.steps[self.done_count], self.done_count, len(self.steps))
+        self.done_count += 1
+
+    def done(self) -> None:
+        if self.on_step is not None:
+            self.on_step("done", len(self.steps), len(self.steps))
+
+
+def _probs(model: Any, X: np.ndarray, n_labels: int) -> np.ndarray:
+    """``model.predict_proba(X)`` as an (n, L) float32 array (scikit-learn's list of (n, 2) arrays too)."""
+    from ..model_selection import _as_label_matrix
+
+    return _as_label_matrix(model.predict_proba(X), len(X), n_labels)
+
+
+def _scoring_name(scoring: Any) -> str:
+    return getattr(scoring, "__name__", "custom") if callable(scoring) else str(scoring)
+
+
+def _widest_index(*labels: Any) -> int | None:
+    """L for labels given as lists of label indices: the largest index in any of them + 1."""
+    largest = -1
+    for value in labels:
+        for row in value or ():
+            try:
+                largest = max([largest, *(int(k) for k in row)])
+            except (TypeError, ValueError):
+                return None
+    return largest + 1 if largest >= 0 else None
