@@ -4,11 +4,12 @@ Layout of ``path/``::
 
     config.json                  {"format": "lsnpc-retrained", "format_version": 1, "params": {...},
                                   "fitted": {...}, "files": {name: sha256, ...}, "config_sha256": ...}
-    arrays.safetensors           labels_ and oof_probs_
-    estimator.<file>             the kept model, as its own ``save`` writes it (lsnpc's classifiers only)
-    corrector.<file>             the post-hoc LSNPC, as ``LSNPC.save`` writes it (only when one was kept)
+    arrays.safetensors           labels_, train_rows_ and oof_probs_
+    model-<name>.<file>          each model of ``models_`` ("noisy", "retrained"), as its own ``save`` writes
+                                 it (lsnpc's classifiers only)
+    corrector-<name>.<file>      each LSNPC of ``correctors_``, as ``LSNPC.save`` writes it
 
-The kept model's and the corrector's folders are stored flat under a prefix, so the folder holds files only
+The models' and correctors' folders are stored flat under a prefix, so the folder holds files only
 and the atomic write (:func:`lsnpc._io.atomic_directory`) can replace it whole. Loading checks every file's
 SHA-256 against the config before it is read; the parts' own loaders check them again.
 """
@@ -33,7 +34,7 @@ __all__ = ["FORMAT", "save_retrained", "load_retrained"]
 FORMAT = "lsnpc-retrained"
 FORMAT_VERSION = 1
 ARRAYS_NAME = "arrays.safetensors"
-_PARTS = ("estimator", "corrector")
+_PARTS = ("model-noisy", "model-retrained", "corrector-noisy", "corrector-retrained")
 _WHAT = "CorrectedLabelsClassifier"
 
 
@@ -62,26 +63,27 @@ def save_retrained(model: Any, path: str | Path, *, overwrite: bool = False) -> 
     from .. import __version__
     from ..classifiers.persistence import classifier_classes
 
-    kept = model.estimator_
-    if classifier_classes().get(type(kept).__name__) is not type(kept):
-        raise ValueError(f"save writes the kept model in lsnpc's safetensors format, which only lsnpc's classifiers "
-                         f"({', '.join(classifier_classes())}) have, not {type(kept).__module__}.{type(kept).__qualname__}: save it "
-                         "with its own tools (e.g. skops for scikit-learn) and labels_ with numpy")
+    for kept in model.models_.values():
+        if classifier_classes().get(type(kept).__name__) is not type(kept):
+            raise ValueError(f"save writes the models in lsnpc's safetensors format, which only lsnpc's classifiers "
+                             f"({', '.join(classifier_classes())}) have, not {type(kept).__module__}."
+                             f"{type(kept).__qualname__}: save it with its own tools (e.g. skops for scikit-learn) "
+                             "and labels_ with numpy")
     params = _params(model)
     target = Path(path)
     check_target(target, fmt=FORMAT, what=_WHAT, overwrite=overwrite)
     with tempfile.TemporaryDirectory() as staging:
-        parts = {"estimator": kept, "corrector": model.corrector_}
+        parts = {**{f"model-{k}": v for k, v in model.models_.items()},
+                 **{f"corrector-{k}": v for k, v in model.correctors_.items()}}
         files: dict[str, Path] = {}
         for name, part in parts.items():
-            if part is None:
-                continue
             part.save(Path(staging) / name)
             files.update({f"{name}.{f.name}": f for f in sorted((Path(staging) / name).iterdir())})
         owned = {CONFIG_NAME, ARRAYS_NAME, *files, *_owned_by_existing(target)}
         with atomic_directory(target, owned=owned, replace=overwrite) as tmp:
-            digests = {ARRAYS_NAME: write_tensors(tmp / ARRAYS_NAME, {"labels_": model.labels_,
-                                                                     "oof_probs_": model.oof_probs_}, fmt=FORMAT)}
+            digests = {ARRAYS_NAME: write_tensors(tmp / ARRAYS_NAME, {
+                "labels_": model.labels_, "train_rows_": model.train_rows_.astype(np.uint8),
+                "oof_probs_": model.oof_probs_}, fmt=FORMAT)}
             for name, source in files.items():
                 shutil.copyfile(source, tmp / name)
                 digests[name] = file_digest(tmp / name)
@@ -122,28 +124,32 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
         if name != ARRAYS_NAME and name.partition(".")[0] not in _PARTS:
             raise ValueError(f"{config_path} is damaged: it lists {name!r}, which is no part of a saved {_WHAT}")
     arrays = read_tensors(folder, ARRAYS_NAME, files.get(ARRAYS_NAME))
-    labels, oof = arrays.get("labels_"), arrays.get("oof_probs_")
-    if labels is None or oof is None or tuple(labels.shape) != tuple(oof.shape) or labels.ndim != 2 \
-            or labels.shape[1] != n_labels:
+    labels, oof, rows = arrays.get("labels_"), arrays.get("oof_probs_"), arrays.get("train_rows_")
+    if labels is None or oof is None or rows is None or tuple(labels.shape) != tuple(oof.shape) or labels.ndim != 2 \
+            or labels.shape[1] != n_labels or tuple(rows.shape) != (labels.shape[0],):
         raise ValueError(f"{folder / ARRAYS_NAME} is damaged: it must hold labels_ and oof_probs_ of shape (n, "
-                         f"{n_labels})")
+                         f"{n_labels}) and train_rows_ of shape (n,)")
     with tempfile.TemporaryDirectory() as staging:
         for part in _PARTS:
             for name, sha in files.items():
                 if name.startswith(f"{part}."):
                     (Path(staging) / part).mkdir(exist_ok=True)
                     shutil.copyfile(check_file(folder, name, sha), Path(staging) / part / name[len(part) + 1:])
-        if not (Path(staging) / "estimator").is_dir():
-            raise ValueError(f"{config_path} is damaged: it lists no files of the kept model")
-        estimator = load_classifier(Path(staging) / "estimator", device=device)
-        has_corrector = (Path(staging) / "corrector").is_dir()
-        if has_corrector != report.kept.endswith("+lsnpc"):
-            raise ValueError(f"{config_path} is damaged: the kept candidate is {report.kept!r}, but the folder "
-                             f"{'holds' if has_corrector else 'lacks'} a post-hoc corrector")
-        corrector = LSNPC.load(Path(staging) / "corrector", device=device) if has_corrector else None
-    if estimator.n_labels_ != n_labels or estimator.n_features_in_ != n_features:
-        raise ValueError(f"{config_path} is damaged: the kept model has {estimator.n_features_in_} features and "
-                         f"{estimator.n_labels_} labels, the config says {n_features} and {n_labels}")
+        present = {part for part in _PARTS if (Path(staging) / part).is_dir()}
+        needed = {f"model-{c.removesuffix('+lsnpc')}" for c in report.components} | {
+            f"corrector-{c.removesuffix('+lsnpc')}" for c in report.components if c.endswith("+lsnpc")}
+        if present != needed:
+            raise ValueError(f"{config_path} is damaged: the kept candidate {report.kept!r} needs "
+                             f"{', '.join(sorted(needed))}, but the folder holds {', '.join(sorted(present)) or 'none'}")
+        models = {part.removeprefix("model-"): load_classifier(Path(staging) / part, device=device)
+                  for part in sorted(present) if part.startswith("model-")}
+        correctors = {part.removeprefix("corrector-"): LSNPC.load(Path(staging) / part, device=device)
+                      for part in sorted(present) if part.startswith("corrector-")}
+    for estimator in models.values():
+        if estimator.n_labels_ != n_labels or estimator.n_features_in_ != n_features:
+            raise ValueError(f"{config_path} is damaged: a saved model has {estimator.n_features_in_} features and "
+                             f"{estimator.n_labels_} labels, the config says {n_features} and {n_labels}")
+    estimator = next(iter(models.values()))
     template = None if params.get("estimator") is None else clone(estimator)
     model = cls(**{**params, "estimator": template, "device": device})
     if isinstance(model.thresholds, list):
@@ -152,9 +158,10 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
         model._check_params()
     except ValueError as exc:
         raise ValueError(f"{config_path} is damaged: parameter {exc}") from exc
-    model.estimator_, model.corrector_ = estimator, corrector
+    model.models_, model.correctors_ = models, correctors
     model.labels_ = labels.numpy().astype(np.int64)
     model.oof_probs_ = oof.numpy().astype(np.float32)
+    model.train_rows_ = rows.numpy().astype(bool)
     model.threshold_ = float(threshold)
     model.report_ = report
     model.n_features_in_, model.n_labels_ = n_features, n_labels
