@@ -81,30 +81,33 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
         rows.append(dict(key, method=method, micro=100 * micro_f1(Yt, predicted), macro=100 * macro_f1(Yt, predicted),
                          seconds=time.perf_counter() - started, **extra))
 
-    def retrained(method: str, Xa: np.ndarray, Ya: np.ndarray, started: float, **extra):
-        model = clone(wrapped_estimator(seed)).fit(Xa, Ya)
+    def retrained(method: str, Xa: np.ndarray, Ya: np.ndarray, started: float, model=None, **extra):
+        """Record ``model`` (fitted on Xa, Ya: the meta-estimator's own, where it kept it) or a fresh fit."""
+        model = model if model is not None else clone(wrapped_estimator(seed)).fit(Xa, Ya)
         tuned = tune_threshold(Yv, model.predict_proba(Xv))
         record(method, tuned.predict(model.predict_proba(Xt)), started, threshold=tuned.threshold, **extra)
         return model
-
-    started = time.perf_counter()
-    noisy = retrained("noisy", Xtr, Yn, started)
-    started = time.perf_counter()
-    corrector = LSNPC(random_state=seed, n_threads=1).fit(Xtr, noisy.predict_proba(Xtr), X_val=Xv, y_val=Yv,
-                                                          pred_probs_val=noisy.predict_proba(Xv))
-    record("lsnpc", corrector.predict(Xt, noisy.predict_proba(Xt)), started, threshold=corrector.threshold_)
 
     started = time.perf_counter()
     meta = CorrectedLabelsClassifier(wrapped_estimator(seed), random_state=seed, n_threads=1).fit(
         Xtr, Yn, X_val=Xv, y_val=Yv)
     report = meta.report_
     record("choice", meta.predict(Xt), started, threshold=meta.threshold_, kept=report.kept,
-           labels_changed=report.labels_changed, candidates=[c.__dict__ for c in report.candidates])
-    rows = meta.train_rows_  # those the correction left unchanged (all, relabelled, where too few are)
+           labels_changed=report.labels_changed, rows_trained=report.rows_trained,
+           candidates=[c.__dict__ for c in report.candidates])
+    # the meta-estimator's own models where it kept them: the same estimator and seed on the same rows
+    started = time.perf_counter()
+    noisy = retrained("noisy", Xtr, Yn, started, meta.models_.get("noisy"))
+    started = time.perf_counter()
+    corrector = LSNPC(random_state=seed, n_threads=1).fit(Xtr, noisy.predict_proba(Xtr), X_val=Xv, y_val=Yv,
+                                                          pred_probs_val=noisy.predict_proba(Xv))
+    record("lsnpc", corrector.predict(Xt, noisy.predict_proba(Xt)), started, threshold=corrector.threshold_)
+    unchanged = meta.train_rows_  # the rows the correction left unchanged (all, relabelled, where too few are)
     started = time.perf_counter()
     retrained("relabelled", Xtr, meta.labels_, started)
     started = time.perf_counter()
-    retrained("kept-rows", Xtr[rows], meta.labels_[rows], started, rows_kept=float(rows.mean()))
+    retrained("kept-rows", Xtr[unchanged], meta.labels_[unchanged], started, meta.models_.get("retrained"),
+              rows_kept=float(unchanged.mean()))
     started = time.perf_counter()
     flagged = np.asarray(find_label_issues([list(np.flatnonzero(r)) for r in Yn], meta.oof_probs_))
     if (~flagged).sum() < 2:  # cleanlab flags (nearly) every row: nothing to retrain on, the noisy model stays
