@@ -8,7 +8,16 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _check_label_arrays, _console, _print_json, _progress, _read, _refuse_existing, _user_errors, app,
+    JSON_OPTION,
+    THREADS_HELP,
+    _check_label_arrays,
+    _console,
+    _print_json,
+    _progress,
+    _read,
+    _refuse_existing,
+    _user_errors,
+    app,
 )
 
 _RETRAIN_FLAGS = dict(X="--features", y="--labels", X_val="--val-features", y_val="--val-labels", cv="--cv",
@@ -23,14 +32,14 @@ def retrain(
     out: Annotated[Path, typer.Option(help="Folder to save the model in (a new folder, or one saved by 'lsnpc "
                                            "retrain' before, replaced only with --force).")],
     val_features: Annotated[Path | None, typer.Option(help="Features of clean validation rows (never trained on): "
-                                                           "they choose between the model trained on --labels and "
-                                                           "the retrained one, and the threshold.")] = None,
+                                                           "they choose the threshold, and a single model over the "
+                                                           "mean where one is clearly better.")] = None,
     val_labels: Annotated[Path | None, typer.Option(help="Their clean 0/1 labels.")] = None,
     cv: Annotated[int, typer.Option(help="Folds of the out-of-fold probabilities the correction reads.")] = 5,
     val_folds: Annotated[int, typer.Option(help="Parts the validation rows are scored in, each at a threshold "
                                                 "chosen on the others.")] = 5,
-    post_hoc: Annotated[bool, typer.Option("--post-hoc/--no-post-hoc", help="Also compare each model followed by "
-                                           "LSNPC (slower; only with --val-*).")] = True,
+    post_hoc: Annotated[bool, typer.Option("--post-hoc/--no-post-hoc", help="Also use each model followed by "
+                                           "LSNPC (slower).")] = True,
     epochs: Annotated[int | None, typer.Option(help="Epochs of lsnpc's MLP (default: the library's).")] = None,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same model.")] = 0,
     device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
@@ -38,12 +47,13 @@ def retrain(
     force: Annotated[bool, typer.Option("--force", help="Replace a model saved before at --out.")] = False,
     as_json: Annotated[bool, JSON_OPTION] = False,
 ) -> None:
-    """Train lsnpc's MLP on corrected labels; keep it or the model trained on --labels, whichever the
-    validation rows prefer; save it.
+    """Train lsnpc's MLP on corrected labels (lsnpc.CorrectedLabelsClassifier) and save it.
 
-    The labels are corrected from the MLP's out-of-fold probabilities (LSNPC's label posterior), a fresh
-    MLP is trained on them and, with --val-*, compared on the clean rows with the MLP trained on --labels
-    (and, with --post-hoc, each followed by LSNPC). Without --val-* the retrained MLP is kept at 0.5.
+    The labels are corrected from the MLP's out-of-fold probabilities (LSNPC's label posterior); a fresh
+    MLP learns from the rows the correction left unchanged, another from --labels, and (--post-hoc) LSNPC
+    corrects each. The model predicts with the mean of their probabilities, or with one of them where the
+    clean --val-* rows find it clearly better, at the threshold chosen there (0.5 without --val-*). The
+    summary says what was kept and how it scored against the MLP trained on --labels.
     """
     from lsnpc._saving import check_target
     from lsnpc.classifiers import MLPClassifier
@@ -57,7 +67,7 @@ def retrain(
     if (val_features is None) != (val_labels is None):
         raise ValueError("--val-features and --val-labels must be given together")
     X, _ = _read(features, "--features")
-    Y, names = _read(labels, "--labels")
+    Y, _ = _read(labels, "--labels")
     kwargs: dict[str, Any] = {}
     if val_features is not None:
         kwargs.update(X_val=_read(val_features, "--val-features")[0], y_val=_read(val_labels, "--val-labels")[0])

@@ -199,6 +199,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
         Xa = check_array(X, "X", ndim=2, min_samples=2)
         if n_labels is None and _is_index_lists(y, None):
             n_labels = _widest_index(y, y_val if _is_index_lists(y_val, None) else None)
+        elif n_labels is not None and not _is_index_lists(y, n_labels) and np.ndim(y) == 2 and np.shape(y)[1] != n_labels:
+            raise ValueError(f"y has {np.shape(y)[1]} label columns, but n_labels is {n_labels}")
         Y = check_multilabel(y, "y", n_labels=n_labels, min_samples=2)
         check_same_n_samples(X=Xa, y=Y)
         if Xa.shape[0] < self.cv:
