@@ -293,18 +293,20 @@ class NetClassifier(BaseEstimator):
         The write is atomic; an existing saved classifier at ``path`` is replaced only with
         ``overwrite=True``, and any other existing folder or file is never replaced (FileExistsError).
         """
+        from lsnpc.classifiers import classifier_classes
         from lsnpc.classifiers.persistence import save_classifier
 
-        save_classifier(self, path, overwrite=overwrite)
+        save_classifier(self, path, classes=classifier_classes(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path, *, device: str = "cpu") -> "NetClassifier":
         """Load a classifier written by :meth:`save` onto ``device``; never unpickles. Every part is checked
         (checksums, parameters, fitted fields, the weights' names and shapes); anything damaged raises one
         ValueError saying what. Called on a class, the folder must hold that class."""
+        from lsnpc.classifiers import classifier_classes
         from lsnpc.classifiers.persistence import load_classifier
 
-        model = load_classifier(path, device=device)
+        model = load_classifier(path, classes=classifier_classes(), device=device)
         if cls is not NetClassifier and not isinstance(model, cls):
             raise ValueError(f"{str(path)!r} holds a saved {type(model).__name__}, not a {cls.__name__}")
         return model

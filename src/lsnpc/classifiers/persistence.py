@@ -16,6 +16,7 @@ weights strictly (every name and shape). The conventions are :mod:`lsnpc._saving
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 from lsnpc._io import atomic_directory, atomic_write_json
 from lsnpc._saving import CONFIG_NAME, check_target, read_config, read_tensors, seal, write_tensors
 
-__all__ = ["FORMAT", "save_classifier", "load_classifier", "classifier_classes"]
+__all__ = ["FORMAT", "save_classifier", "load_classifier"]
 
 FORMAT = "lsnpc-classifier"
 FORMAT_VERSION = 1
@@ -32,15 +33,6 @@ WEIGHTS_NAME = "model.safetensors"
 OWNED_FILES = (CONFIG_NAME, WEIGHTS_NAME)
 _FITTED = ("input_shape_", "n_features_in_", "n_labels_", "embedding_dim_", "best_epoch_", "history_")
 _ARRAY_PREFIX = "fitted."
-
-
-def classifier_classes() -> dict[str, type]:
-    """The classes a saved classifier may be: lsnpc's own, by name."""
-    from .addgcn import ADDGCN
-    from .hlc import HLC
-    from .mlp import MLPClassifier
-
-    return {cls.__name__: cls for cls in (MLPClassifier, ADDGCN, HLC)}
 
 
 def _saved_params(model: Any) -> dict[str, Any]:
@@ -51,8 +43,9 @@ def _saved_params(model: Any) -> dict[str, Any]:
     return params
 
 
-def save_classifier(model: Any, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write the fitted ``model`` to the folder ``path`` atomically; return the path.
+def save_classifier(model: Any, path: str | Path, *, classes: Mapping[str, type], overwrite: bool = False) -> Path:
+    """Write the fitted ``model``, of one of ``classes`` (lsnpc's classifiers by name), to the folder ``path``
+    atomically; return the path.
 
     An existing saved classifier there is replaced only with ``overwrite``; any other existing folder or file
     is never replaced (FileExistsError)."""
@@ -61,8 +54,8 @@ def save_classifier(model: Any, path: str | Path, *, overwrite: bool = False) ->
 
     check_is_fitted(model, "network_")
     name = type(model).__name__
-    if classifier_classes().get(name) is not type(model):
-        raise ValueError(f"save writes lsnpc's own classifiers ({', '.join(classifier_classes())}), not {name}")
+    if classes.get(name) is not type(model):
+        raise ValueError(f"save writes lsnpc's own classifiers ({', '.join(classes)}), not {name}")
     fitted = {field: getattr(model, field) for field in _FITTED}
     arrays = {f"{_ARRAY_PREFIX}{field}": np.asarray(getattr(model, field)) for field in model._fitted_arrays}
     target = Path(path)
@@ -101,8 +94,9 @@ def _check_fitted(raw: Any, config_path: Path) -> dict[str, Any]:
     return {**raw, "input_shape_": tuple(shape)}
 
 
-def load_classifier(path: str | Path, *, device: str = "cpu") -> Any:
-    """Load a classifier written by :func:`save_classifier`, on ``device``. Anything damaged or inconsistent
+def load_classifier(path: str | Path, *, classes: Mapping[str, type], device: str = "cpu") -> Any:
+    """Load a classifier written by :func:`save_classifier`, on ``device``, as the class of ``classes`` (lsnpc's
+    classifiers by name) its config names. Anything damaged or inconsistent
     (checksums, parameters, fitted fields, weights' names and shapes, non-finite weights) raises one
     ValueError that says what."""
     from lsnpc._torch import resolve_device, seeded
@@ -110,10 +104,9 @@ def load_classifier(path: str | Path, *, device: str = "cpu") -> Any:
     folder = Path(path)
     config = read_config(folder, fmt=FORMAT, versions=(FORMAT_VERSION,), what="classifier")
     config_path = folder / CONFIG_NAME
-    cls = classifier_classes().get(config.get("class"))
+    cls = classes.get(config.get("class"))
     if cls is None:
-        raise ValueError(f"{config_path} names class {config.get('class')!r}; lsnpc saves "
-                         f"{', '.join(classifier_classes())}")
+        raise ValueError(f"{config_path} names class {config.get('class')!r}; lsnpc saves {', '.join(classes)}")
     params, fitted = config.get("params"), _check_fitted(config.get("fitted"), config_path)
     signature = inspect.signature(cls.__init__).parameters
     if not isinstance(params, dict) or set(params) - set(signature):

@@ -61,7 +61,7 @@ def _owned_by_existing(path: Path) -> set[str]:
 def save_retrained(model: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``model`` (fitted) to the folder ``path`` atomically; return the path."""
     from .. import __version__
-    from ..classifiers.persistence import classifier_classes
+    from ..classifiers import classifier_classes
 
     for kept in model.models_.values():
         if classifier_classes().get(type(kept).__name__) is not type(kept):
@@ -99,6 +99,7 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
     """Load what :func:`save_retrained` wrote, every file checked first."""
     from sklearn.base import clone
 
+    from ..classifiers import classifier_classes
     from ..classifiers.persistence import load_classifier
     from ..corrector import LSNPC
 
@@ -141,7 +142,8 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
         if present != needed:
             raise ValueError(f"{config_path} is damaged: the kept candidate {report.kept!r} needs "
                              f"{', '.join(sorted(needed))}, but the folder holds {', '.join(sorted(present)) or 'none'}")
-        models = {part.removeprefix("model-"): load_classifier(Path(staging) / part, device=device)
+        models = {part.removeprefix("model-"): load_classifier(Path(staging) / part, classes=classifier_classes(),
+                                                                      device=device)
                   for part in sorted(present) if part.startswith("model-")}
         correctors = {part.removeprefix("corrector-"): LSNPC.load(Path(staging) / part, device=device)
                       for part in sorted(present) if part.startswith("corrector-")}
