@@ -96,7 +96,7 @@ def main() -> None:
     for dataset in args.datasets:
         corrector, X, P, Y = fitted_corrector(dataset, args.data_home)
         exact = lsnpc_estimates(corrector, X, P, 5, args.exact_repeats, first_seed=10**6).mean(0)
-        print(f"\n{dataset}: {len(X)} test rows × {P.shape[1]} labels, guard blend {corrector.guard_.blend}, "
+        print(f"\n{dataset}: {len(X)} test rows × {P.shape[1]} labels, base weight {corrector.base_weight_}, "
               f"micro-F1 of the exact correction {micro_f1(Y, exact):.4f}")
         print("| estimator | S | rms error | max error | decisions ≠ exact (%) | micro-F1 sd |")
         print("|---|---|---|---|---|---|")

@@ -1,14 +1,13 @@
 """Can the noise rate be read off the base model without any label? Statistics of its in-sample probabilities.
 
-Issue 9 asks for evidence from the noisy data itself that could soften a correction where there is no noise:
-without labels LSNPC still loses up to 1.5 F1 points at 0% noise on some sets (docs/quality.md, "Not adopted: a noise
-signal without labels, seed averaging, c = 0.4"). This script trains only the base models of the protocol of
+Evidence from the noisy data itself could soften a correction where there is no noise: without labels LSNPC can
+lose a little at 0% noise on some sets, and nothing in a fit has been found that tells 0% noise apart. This script trains only the base models of the protocol of
 ``bench_quality.py`` (same draws, same noise, same MLP: :func:`bench_quality.prepare_setting`) and prints, per
 data set, size and noise, the mean over seeds of statistics of P, the base model's probabilities on its (noisy)
 training rows:
 
-  sharpness  :func:`lsnpc.corrector.guard.base_sharpness`, the share of the labels' variance P resolves
-  density    :func:`lsnpc.corrector.guard.base_density`, the mean of P
+  sharpness  :func:`lsnpc.corrector.blend.base_sharpness`, the share of the labels' variance P resolves
+  density    :func:`lsnpc.corrector.blend.base_density`, the mean of P
   recall     the share of the noisy positive labels that P reproduces at 0.5 (how much of them it fits)
   ratio      decisions per row at 0.5 over the expected count Σ_k p_k (the collapse check's reference)
 
@@ -49,7 +48,7 @@ FIT_STATISTICS = ("flip", "sharp_out")
 def noise_signal(P: np.ndarray, Y_noisy: np.ndarray) -> dict[str, float]:
     """The statistics above for base probabilities ``P`` (n, L) on the training rows and their noisy
     labels ``Y_noisy`` (n, L, 0/1)."""
-    from lsnpc.corrector.guard import base_density, base_sharpness
+    from lsnpc.corrector.blend import base_density, base_sharpness
 
     P = np.asarray(P, dtype=np.float64)
     decisions, positives = P >= 0.5, np.asarray(Y_noisy) > 0
@@ -61,7 +60,7 @@ def noise_signal(P: np.ndarray, Y_noisy: np.ndarray) -> dict[str, float]:
 
 def correction_signal(output: np.ndarray, P: np.ndarray) -> dict[str, float]:
     """``flip`` and ``sharp_out`` above for an output (n, L) and the base probabilities ``P`` (n, L)."""
-    from lsnpc.corrector.guard import base_sharpness
+    from lsnpc.corrector.blend import base_sharpness
 
     output, P = np.asarray(output, dtype=np.float64), np.asarray(P, dtype=np.float64)
     base_positive = P >= 0.5

@@ -10,58 +10,24 @@ probabilities and scored on the canonical test split.
 
 Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
   lsnpc              LSNPC(), the default
+  lsnpc-labels       LSNPC() given the noisy training labels too (``fit(labels=...)``, as the Quick start does)
   lsnpc-paper        LSNPC.paper(encoder=base.trunk_), the paper's recipe
   lsnpc-noguard      LSNPC(guard=False): the student and the correction, no base model mixed in
-  lsnpc-nostudent    LSNPC(student=False): the correction alone, guarded
-  lsnpc-correction   LSNPC(student=False, guard=False): the correction alone, unguarded
-  lsnpc-elbo         LSNPC(selection="noisy_elbo", min_steps=2000) with the val0 triple: the held-out noisy ELBO
-                     chooses the epoch on the 2,000-step schedule a triple buys, and the triple only tests the
-                     output and chooses the threshold (rule 63, not adopted: docs/quality.md, "Not adopted: a
-                     lower threshold that must beat 0.5 in each F1, an epoch the triple does not choose")
-  lsnpc-elbo600      the same on the 600-step schedule of a fit without labels (min_steps=600, what
-                     selection="noisy_elbo" runs by itself since 2026-11-29; rule 63b, then rule 64, adopted
-                     and reverted: docs/quality.md)
-  lsnpc-trunk        LSNPC(encoder=base.trunk_)
-  lsnpc-trunk-labels LSNPC(encoder=base.trunk_) given the noisy training labels as well (as lsnpc-labels)
-  lsnpc-trunk-elbo600 LSNPC(encoder=base.trunk_, selection="noisy_elbo") with the val0 triple: the held-out noisy
-                     ELBO chooses the epoch on 600 steps (rule 65 as measured; beside a triple of 20 rows or more
-                     ``lsnpc-trunk`` itself since rule 65)
-  lsnpc-semi         LSNPC() with the val1 clean set as well (no "-noval" variant)
-  lsnpc-val01        LSNPC() with val0 and val1 together as its validation triple (≈10% of the rows, twice the
-                     protocol's; the base model is still checkpointed on val0 alone): what twice the clean rows
-                     would buy (no "-noval" variant; docs/quality.md, "What the triple can tell")
-  lsnpc-valclean     LSNPC() trained on the val0 triple as its clean set (``X_clean``: one pass per epoch)
-                     instead of given it for validation; the epoch and the guard as without clean labels
-                     (rule 14, not adopted: docs/quality.md, "Not adopted: training on a validation set too small";
-                     since rule 15 the default does this below 20 rows where the triple covers 30% of the labels)
-  lsnpc-validate     LSNPC(small_val="validate"): a validation triple under 20 rows always chooses the epoch,
-                     the library before rule 15 (docs/quality.md, "A validation set too small to test is trained on")
-  lsnpc-valf1        LSNPC(selection="val_f1"): the val0 triple chooses the epoch on the 2,000-step schedule
-                     whatever its size; beside a triple of 20 rows or more ``lsnpc`` itself (rule 64, which let
-                     the held-out ELBO choose there, was reverted)
-  lsnpc-labels       LSNPC() with the val0 triple and the noisy training labels the base model was
-                     trained on (``fit(labels=...)``): below 20 validation rows they choose the epoch and,
-                     from 20 held-out rows, the threshold (rule 29d)
-  lsnpc-labels-noval the same labels and no clean label: they choose the epoch ("noisy_f1"), test the
-                     output against the guard's ¼ prior and choose the threshold: from 40 held-out rows
-                     (rule 28b), from 20 among fewer thresholds (rule 29d)
-  lsnpc-seeds3       the mean of three LSNPC() outputs, random_state seed, seed + 1000 and seed + 2000 (each
-                     guarded on its own; base_weight is their mean, epoch the first fit's): seed variance
-                     against bias (docs/quality.md, "Not adopted: a noise signal without labels, seed averaging,
-                     c = 0.4")
-  lsnpc-oof          LSNPC() with the val0 triple, fitted on out-of-fold probabilities of the training rows
-                     (5 multilabel-stratified folds, each a base MLP trained the same way on the other four
-                     folds' noisy labels: ``lsnpc.cross_val_pred_probs``) instead of the base model's own,
-                     which saw those rows' labels; validation and test rows keep the base model's
-                     probabilities. ``-labels`` adds the noisy training labels, ``-noval`` drops the triple
-  base-threshold     not a corrector: the base model's own probabilities at the decision threshold that
-                     rule 26 chooses on val0 (``lsnpc.corrector.guard.choose_threshold`` with the base model as
-                     its own output; 0.5 below 20 val0 rows, as for LSNPC; without rule 34's spread, so
-                     that the README's column stands): how much of a gain a threshold alone gives
-                     (docs/quality.md, "The decision threshold")
-  base-clean         not a corrector: the base MLP trained the same way on the *true* training labels.
-                     Its change against the base model is the headroom of a setting, what clean labels
-                     would have bought (a reference, not a ceiling: a corrector can pass it)
+  lsnpc-nostudent    LSNPC(student=False): the correction alone, blended as the plan says
+  lsnpc-correction   LSNPC(student=False, guard=False): the correction alone, unblended
+  lsnpc-trunk        LSNPC(encoder=base.trunk_); lsnpc-trunk-labels with the noisy labels too
+  lsnpc-semi         LSNPC() with the val1 clean set as well, trained on (no "-noval" variant)
+  lsnpc-oof          LSNPC() fitted on out-of-fold probabilities of the training rows (5 multilabel-stratified
+                     folds, each a base MLP trained the same way on the other four folds' noisy labels:
+                     ``lsnpc.cross_val_pred_probs``) instead of the base model's own; ``-labels``, ``-noval`` as above
+  base-threshold     not a corrector: the base model's own probabilities at the threshold ``lsnpc.tune_threshold``
+                     chooses for them on val0 (0.5 below 20 val0 rows, where LSNPC does not tune either): what a
+                     threshold alone buys, the simplest competitor
+  base-clean         not a corrector: the base MLP trained the same way on the *true* training labels, the
+                     headroom of a setting (a reference, not a ceiling)
+
+``--set KEY=VALUE`` passes a parameter to every LSNPC the run fits (``--set prior_base_weight=0.25``), to
+measure a variant; the results file should then be its own.
 
     python benchmarks/bench_quality.py --datasets scene yeast --train-sizes 500 full --seeds 0 1 2 \\
         --out results.jsonl --jobs 2
@@ -77,17 +43,15 @@ there, so an interrupted run resumes; ``--report`` prints the tables of an exist
 sets (goemotions) are encoded with MiniLM (`lsnpc.features`), cached under ``--feature-cache``, from a
 seeded pool of ``--text-pool`` training and test texts.
 
-LSNPC methods are scored as ``LSNPC.predict`` decides, at the fitted decision threshold ``threshold_``
-(rule 26; 0.5 for ``LSNPC.paper()``) and the rare labels' own (``label_thresholds_``, rules 43 and 44; their
-count is ``own_thresholds``) and record the rows of the validation triple they were given (``val_rows``, 0
-without one); each row also keeps the scores at 0.5 (``micro_at_half``,
-``macro_at_half``) and the threshold. The base model's row keeps its ``base_sharpness`` on the training rows
-(``lsnpc.corrector.guard.base_sharpness``; under 0.05 around a mean of 0.1 or more ``LSNPC.fit`` warns of a flat
-base model, a warning the benchmark silences because its early checkpoints are often flat).
+LSNPC methods are scored as ``LSNPC.predict`` decides, at the fitted ``threshold_``, and record the rows of the
+validation triple they were given (``val_rows``, 0 without one), the base weight, the epoch, and the scores at 0.5
+(``micro_at_half``, ``macro_at_half``). The base model's row keeps its sharpness on the training rows
+(``lsnpc.corrector.blend.base_sharpness``; the benchmark silences ``LSNPC.fit``'s flat-base warning, because the
+protocol's early checkpoints are often flat).
 
 Prints, per setting, the mean over seeds of test micro/macro-F1 (×100) and the change against the
-base model, then a summary against the quality bar of issue 9 for each mode (with / without clean
-labels): the mean change at 30–50% noise, the worst setting, the worst 0%-noise setting.
+base model, then a summary for each method: the mean change at 30–50% noise, the worst setting, the worst
+0%-noise setting, the mean change over every run and both F1s, and the same against base-threshold.
 """
 
 from __future__ import annotations
@@ -105,37 +69,28 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_HOME = Path(os.environ.get("LSNPC_SHARED_DATA", REPO.parent / "shared" / "data"))
-VARIANTS = {"lsnpc": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
-            "lsnpc-correction": dict(student=False, guard=False),
-            "lsnpc-elbo": dict(selection="noisy_elbo", min_steps=2000),
-            "lsnpc-elbo600": dict(selection="noisy_elbo", min_steps=600)}
-METHODS = (*VARIANTS, "lsnpc-paper", "lsnpc-trunk", *(f"{m}-noval" for m in (*VARIANTS, "lsnpc-paper", "lsnpc-trunk")),
-           "lsnpc-semi", "lsnpc-val01", "lsnpc-valclean", "lsnpc-validate", "lsnpc-valf1", "lsnpc-labels",
-           "lsnpc-labels-noval", "lsnpc-trunk-labels", "lsnpc-trunk-labels-noval", "lsnpc-trunk-elbo600",
-           "lsnpc-seeds3", "lsnpc-seeds3-noval", "lsnpc-oof", "lsnpc-oof-noval", "lsnpc-oof-labels",
-           "lsnpc-oof-labels-noval", "base-clean", "base-threshold")
+VARIANTS = {"lsnpc": {}, "lsnpc-labels": {}, "lsnpc-noguard": dict(guard=False), "lsnpc-nostudent": dict(student=False),
+            "lsnpc-correction": dict(student=False, guard=False), "lsnpc-semi": {}, "lsnpc-oof": {},
+            "lsnpc-oof-labels": {}}
+TRUNK = ("lsnpc-trunk", "lsnpc-trunk-labels", "lsnpc-paper")
+NO_NOVAL = ("lsnpc-semi",)
+METHODS = (*VARIANTS, *TRUNK, *(f"{m}-noval" for m in (*VARIANTS, *TRUNK) if m not in NO_NOVAL), "base-clean",
+           "base-threshold")
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
+MIN_VAL_ROWS = 20  # LSNPC's min_val_rows default: below it the triple cannot choose a threshold
 
 
-def make_corrector(method: str, seed: int, trunk):
+def make_corrector(method: str, seed: int, trunk, params: dict | None = None):
     from lsnpc import LSNPC
 
     name = method.removesuffix("-noval")
+    params = dict(params or {})
     if name in VARIANTS:
-        return LSNPC(random_state=seed, **VARIANTS[name])
-    if name in ("lsnpc-semi", "lsnpc-val01", "lsnpc-valclean", "lsnpc-labels", "lsnpc-seeds3", "lsnpc-oof",
-                "lsnpc-oof-labels"):
-        return LSNPC(random_state=seed)
-    if name == "lsnpc-validate":
-        return LSNPC(random_state=seed, small_val="validate")
-    if name == "lsnpc-valf1":
-        return LSNPC(random_state=seed, selection="val_f1")
+        return LSNPC(random_state=seed, **{**VARIANTS[name], **params})
     if name in ("lsnpc-trunk", "lsnpc-trunk-labels"):
-        return LSNPC(random_state=seed, encoder=trunk)
-    if name == "lsnpc-trunk-elbo600":
-        return LSNPC(random_state=seed, encoder=trunk, selection="noisy_elbo")
+        return LSNPC(random_state=seed, encoder=trunk, **params)
     if name == "lsnpc-paper":
         return LSNPC.paper(random_state=seed, encoder=trunk)
     raise ValueError(f"unknown method {method!r}")
@@ -242,28 +197,27 @@ def out_of_fold_probs(s: dict, seed: int) -> np.ndarray:
 
 
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
-                home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
-    """The rows of one setting: the base model's, then one for each of ``methods``."""
+                home: str, text_pool: int, feature_cache: str | None, params: dict | None = None) -> list[dict]:
+    """The rows of one setting: the base model's, then one for each of ``methods`` (``params``: passed to every
+    LSNPC fitted but the paper's recipe)."""
     # the protocol's base models are often flat (early checkpoints on a few clean rows): the base row records
     # their sharpness instead of a warning from every fit
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="pred_probs barely vary", category=UserWarning)
-        return _run_setting(dataset, size, kind, rate, seed, methods, home, text_pool, feature_cache)
+        return _run_setting(dataset, size, kind, rate, seed, methods, home, text_pool, feature_cache, params)
 
 
 def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, methods: tuple[str, ...],
-                 home: str, text_pool: int, feature_cache: str | None) -> list[dict]:
-    from lsnpc import MLPClassifier
-    from lsnpc.corrector.guard import MIN_VAL_ROWS, base_sharpness, choose_threshold
+                 home: str, text_pool: int, feature_cache: str | None, params: dict | None) -> list[dict]:
+    from lsnpc import MLPClassifier, tune_threshold
+    from lsnpc.corrector.blend import base_sharpness
     from lsnpc.metrics import macro_f1, micro_f1
 
     s = prepare_setting(dataset, size, kind, rate, seed, home, text_pool, feature_cache)
     X, Y, Xt, Yt, Y_noisy, base = s["X"], s["Y"], s["Xt"], s["Yt"], s["Y_noisy"], s["base"]
     tr, v0, v1 = s["split"]["train"], s["split"]["val0"], s["split"]["val1"]
     P_tr, P_v0, P_v1, P_te = (base.predict_proba(a) for a in (X[tr], X[v0], X[v1], Xt))
-    # val_coverage: the share of the labels with a positive among the val0 rows (rule 15's coverage)
-    key = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed,
-               val_coverage=float((Y[v0].sum(0) > 0).mean()))
+    key = dict(dataset=dataset, requested=size, size=len(X), kind=kind, rate=rate, seed=seed)
     rows_out = [dict(key, method="base", micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te), seconds=0.0,
                      base_sharpness=base_sharpness(P_tr))]
     P_oof, oof_seconds = None, 0.0
@@ -276,22 +230,13 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, met
                                  seconds=time.perf_counter() - started))
             continue
         if method == "base-threshold":
-            # the base model's own probabilities at the threshold rule 26 would choose for them on val0 (from
-            # MIN_VAL_ROWS rows; 0.5 below)
-            t = 0.5
-            if len(v0) >= MIN_VAL_ROWS:
-                t, _ = choose_threshold(Y[v0], P_v0, P_v0, confidence=0.4, rng=np.random.default_rng(seed))
+            t = tune_threshold(Y[v0], P_v0).threshold if len(v0) >= MIN_VAL_ROWS and Y[v0].any() else 0.5
             rows_out.append(dict(key, method=method, micro=micro_f1(Yt, P_te, t), macro=macro_f1(Yt, P_te, t),
                                  seconds=time.perf_counter() - started, threshold=t))
             continue
         kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         if method == "lsnpc-semi":
             kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
-        if method == "lsnpc-valclean":
-            kwargs = dict(X_clean=X[v0], y_clean=Y[v0], pred_probs_clean=P_v0)
-        if method == "lsnpc-val01":
-            v01 = np.sort(np.concatenate([v0, v1]))
-            kwargs = dict(X_val=X[v01], y_val=Y[v01], pred_probs_val=base.predict_proba(X[v01]))
         if method.removesuffix("-noval").endswith("-labels"):
             kwargs.update(labels=Y_noisy)
         P_fit = P_tr
@@ -301,23 +246,15 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, met
                 oof_seconds = time.perf_counter() - started
                 started = time.perf_counter()
             P_fit = P_oof
-        # lsnpc-seeds3: three fits (seeds seed, seed + 1000, seed + 2000), their outputs averaged
-        seeds = [seed + 1000 * k for k in range(3 if method.removesuffix("-noval") == "lsnpc-seeds3" else 1)]
-        fits = [make_corrector(method, fit_seed, base.trunk_).fit(X[tr], P_fit, **kwargs) for fit_seed in seeds]
+        corrector = make_corrector(method, seed, base.trunk_, params).fit(X[tr], P_fit, **kwargs)
         seconds = time.perf_counter() - started
-        outputs = [corrector.predict_proba(Xt, P_te) for corrector in fits]
-        Q = outputs[0] if len(outputs) == 1 else np.mean(outputs, axis=0)
-        first = fits[0]
-        # scored as predict() decides: at the fitted decision threshold (rule 26; seeds3: the fits' mean); the
-        # scores at 0.5 are kept beside them
-        t = float(np.mean([c.threshold_ for c in fits]))
-        per_label = np.mean([c.label_thresholds_ for c in fits], axis=0)  # t, but a rare label's own (rules 43, 44)
-        rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q, per_label), macro=macro_f1(Yt, Q, per_label),
-                             seconds=seconds, own_thresholds=len(first.guard_.label_thresholds or {}),
-                             val_rows=len(kwargs.get("y_val", ())),
-                             base_weight=float(np.mean([c.guard_.base_weight for c in fits])),
-                             epoch=first.best_epoch_, epochs=first.epochs_, selection=first.selection_, threshold=t,
-                             micro_at_half=micro_f1(Yt, Q), macro_at_half=macro_f1(Yt, Q)))
+        Q = corrector.predict_proba(Xt, P_te)
+        t = corrector.threshold_
+        rows_out.append(dict(key, method=method, micro=micro_f1(Yt, Q, t), macro=macro_f1(Yt, Q, t),
+                             seconds=seconds, val_rows=len(kwargs.get("y_val", ())),
+                             base_weight=corrector.base_weight_, blend=corrector.report_["blend"].method,
+                             epoch=corrector.best_epoch_, epochs=corrector.epochs_, selection=corrector.selection_,
+                             threshold=t, micro_at_half=micro_f1(Yt, Q), macro_at_half=macro_f1(Yt, Q)))
         if P_fit is P_oof:
             rows_out[-1]["oof_seconds"] = oof_seconds
     return rows_out
@@ -325,6 +262,27 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, met
 
 def _key(row: dict) -> tuple:
     return row["dataset"], row["requested"], row["kind"], row["rate"], row["seed"]
+
+
+def _scalar(value: str) -> object:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return int(number) if number.is_integer() and "." not in value else number
+
+
+def parse_param(item: str) -> tuple[str, object]:
+    """``KEY=VALUE`` (a ``--set`` entry) -> (key, value): a number, true / false, a tuple of them when the value
+    has commas (``blend_candidates=0,0.5``), or the text as it is."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--set expects KEY=VALUE, such as prior_base_weight=0.25; got {item!r}")
+    if "," in value:
+        return key.strip(), tuple(_scalar(v) for v in value.split(",") if v)
+    return key.strip(), _scalar(value)
 
 
 def parse_config(spec: str) -> tuple[str, str]:
@@ -347,8 +305,8 @@ def main() -> None:
     parser.add_argument("--noise", nargs="+", default=list(NOISES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=None, choices=METHODS,
-                        help="default: lsnpc lsnpc-labels lsnpc-noval lsnpc-labels-noval lsnpc-paper "
-                             "lsnpc-paper-noval (with --report: all in --out)")
+                        help="default: lsnpc lsnpc-labels lsnpc-noval lsnpc-labels-noval base-threshold (with "
+                             "--report: all in --out)")
     parser.add_argument("--data-home", default=str(DEFAULT_HOME))
     parser.add_argument("--text-pool", type=int, default=4000, help="texts drawn from each split of a text set")
     parser.add_argument("--feature-cache", default=None, help="feature cache folder (default: lsnpc's)")
@@ -356,7 +314,13 @@ def main() -> None:
                         help="JSON-lines results file (appended, resumed); with --report, several are merged")
     parser.add_argument("--report", action="store_true", help="only print the tables of --out")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="params",
+                        help="LSNPC parameters for every corrector fitted (numbers, true/false, or text)")
     args = parser.parse_args()
+    try:
+        params = dict(parse_param(item) for item in args.params)
+    except ValueError as error:
+        parser.error(str(error))
     if args.configs is not None:
         if args.datasets is not None or args.train_sizes is not None:
             parser.error("--configs gives each data set its size: pass it instead of --datasets and --train-sizes")
@@ -378,8 +342,7 @@ def main() -> None:
     rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
     out = None if args.out is None else args.out[0]
     if not args.report:
-        args.methods = args.methods or ["lsnpc", "lsnpc-labels", "lsnpc-noval", "lsnpc-labels-noval", "lsnpc-paper",
-                                        "lsnpc-paper-noval"]
+        args.methods = args.methods or ["lsnpc", "lsnpc-labels", "lsnpc-noval", "lsnpc-labels-noval", "base-threshold"]
         done = {(*_key(r), r["method"]) for r in rows}
         tasks = []
         for dataset, size in configs:
@@ -392,8 +355,8 @@ def main() -> None:
                         tasks.append((task, todo))
         started = time.perf_counter()
         with ProcessPoolExecutor(args.jobs) as pool:
-            futures = [pool.submit(run_setting, *task, todo, args.data_home, args.text_pool, args.feature_cache)
-                       for task, todo in tasks]
+            futures = [pool.submit(run_setting, *task, todo, args.data_home, args.text_pool, args.feature_cache,
+                                   params) for task, todo in tasks]
             for future in futures:
                 result = future.result()
                 key = result[0]
@@ -450,17 +413,30 @@ def print_tables(rows: list[dict], datasets: list[str] | None = None, methods: l
         print(f"| {dataset} | {size} | {noise} | {100 * first.base_micro:.1f} | {100 * first.base_macro:.1f} | "
               + " | ".join(cells) + " |")
 
-    print("\nAgainst the bar (per setting = data set × size × noise, mean over seeds; Δ in F1 points):")
+    print("\nSummary (per setting = data set × size × noise, mean over seeds; Δ in F1 points against the base model"
+          "; 'over base-threshold': against the base model at its tuned threshold, the same settings):")
     print("| method | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ 30–50% | worst Δ at 0% "
+          "| mean Δ, all runs, both F1 | over base-threshold 30–50% micro / macro | over base-threshold, all runs "
           "| fit s (mean) |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    reference = per[per.method == "base-threshold"].set_index(setting)[["d_micro", "d_macro"]]
     for method in methods:
         g = per[per.method == method]
         noisy, clean = g[g.rate > 0], g[g.rate == 0]
         worst_noisy = noisy[["d_micro", "d_macro"]].min(axis=1).min() if len(noisy) else float("nan")
         worst_clean = clean[["d_micro", "d_macro"]].min(axis=1).min() if len(clean) else float("nan")
+        overall = float(np.mean([g.d_micro.mean(), g.d_macro.mean()]))
+        over_noisy = over_all = "–"
+        if len(reference) and method != "base-threshold":
+            joined = g.set_index(setting)[["d_micro", "d_macro"]].join(reference.add_suffix("_ref"), how="inner")
+            diff = joined[["d_micro", "d_macro"]].to_numpy() - joined[["d_micro_ref", "d_macro_ref"]].to_numpy()
+            noisy_rows = joined.index.get_level_values("rate") > 0
+            if len(joined):
+                over_noisy = f"{diff[noisy_rows, 0].mean():+.2f} / {diff[noisy_rows, 1].mean():+.2f}"
+                over_all = f"{diff.mean():+.2f}"
         print(f"| {method} | {len(g)} | {noisy.d_micro.mean():+.2f} | {noisy.d_macro.mean():+.2f} | "
-              f"{worst_noisy:+.2f} | {worst_clean:+.2f} | {g.seconds.mean():.1f} |")
+              f"{worst_noisy:+.2f} | {worst_clean:+.2f} | {overall:+.2f} | {over_noisy} | {over_all} | "
+              f"{g.seconds.mean():.1f} |")
 
 
 if __name__ == "__main__":

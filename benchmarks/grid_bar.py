@@ -1,11 +1,11 @@
-"""Issue 9's bar terms from a grid's results directory (``lsnpc experiment run ... --results DIR``).
+"""Summary terms from a grid's results directory (``lsnpc experiment run ... --results DIR``).
 
 Per post-processor (and base classifier), against the base model (post-processor ``none``) of the same
 setting: the mean Δ micro- and macro-F1 over the noisy settings, the worst setting there and the worst at
 0% noise, each naming its setting. A setting is a data set × noise kind × noise rate; its Δ is the mean
 over seeds of the post-processor minus the mean of the base model's (``lsnpc.experiments.report
-.summary_table``), in F1 points; "worst" is the lower of the two F1s. These are docs/quality.md's offline-grid
-numbers, computed the same way as ``bench_quality.py`` and ``bench_guard.py`` compute theirs.
+.summary_table``), in F1 points; "worst" is the lower of the two F1s, computed the same way as
+``bench_quality.py`` computes its summary.
 
     python benchmarks/grid_bar.py results/offline
     python benchmarks/grid_bar.py results/offline --datasets goemotions yeast

@@ -97,7 +97,7 @@ def test_the_base_row_keeps_the_base_models_sharpness_and_no_flat_warning_escape
     import torch
     from bench_quality import prepare_setting, run_setting
 
-    from lsnpc.corrector.guard import base_sharpness
+    from lsnpc.corrector.blend import base_sharpness
 
     spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
     threads = torch.get_num_threads()
@@ -128,79 +128,6 @@ def test_label_issue_tables_say_how_many_mlp_seeds_each_retraining_averages(caps
     assert "mean over 1 MLP seed(s)" in capsys.readouterr().out
 
 
-def test_guard_rules_on_a_fit_given_the_noisy_labels_reproduce_the_library():
-    """bench_guard's "labels" mode fits ``LSNPC(guard=False, ...)`` with the noisy labels once and lets each
-    rule decide; the library's own rule (the held-out noisy labels test the output against ¼, ``ntest@0.5``)
-    must give what bench_quality's ``lsnpc-labels-noval`` gives, the default ``LSNPC()`` fitted with the same
-    labels (the guard decides after training, so the fits agree).
-    The per-label ``+rare@c`` variants (not adopted; docs/quality.md) hand the base model the labels it expects fewer
-    than c times on the training rows. Without labels, ``dense|sharp@0.4`` is the library's rule (``lsnpc-noval``, on a
-    19-label problem with mostly empty rows: the prior 0 where the labels are sparse and the base model's
-    probabilities resolve little, else ⅓); ``dense@d`` and ``sparse0@t`` (not adopted; docs/quality.md) drop the
-    prior to 0 where the labels are sparse, for the data set or for each sparse label."""
-    import torch
-    from bench_guard import run_setting as guard_setting
-    from bench_quality import run_setting
-
-    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
-    threads = torch.get_num_threads()
-    try:
-        library = {r["method"]: r for r in run_setting(spec, "full", "symmetric", 0.3, 0, ("lsnpc-labels-noval",),
-                                                       "", 0, None)}
-        rules = guard_setting(spec, "full", "symmetric", 0.3, 0, "", ("labels",))
-        # labels that are rare without noise: some are expected fewer than 30 times under the base model
-        sparse = "synthetic[n_labels=19,max_frequency=0.15,n_features=260,n_train=300,n_test=200]"
-        sparse_rules = guard_setting(sparse, "full", "symmetric", 0.0, 0, "", ("noval",))
-        rare_rules = sparse_rules["noval"]
-        no_labels = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0, ("lsnpc-noval",),
-                                                         "", 0, None)}["lsnpc-noval"]
-    finally:
-        torch.set_num_threads(threads)
-    priors = {"prior@0", "prior@0.25", "prior@0.33", "prior@0.4", "prior@0.5"}
-    rare = {f"{p}+rare@{c}" for p in ("prior@0.25", "prior@0.33") for c in (3, 10, 30)}
-    tests = {"ntest@0.3", "ntest@0.4", "ntest@0.5"}
-    # rule 13 (docs/quality.md): the library's ds@0.25 beside an untestable val set
-    sparse_rule = {"ds@0.25", "ds+ntest@0.5"}
-    assert rules["val"] == {} and rules["noval"] == {}
-    assert set(rules["labels"]) == priors | rare | tests | sparse_rule
-    ours = library["lsnpc-labels-noval"]
-    assert rules["labels"]["ntest@0.5"]["f1"] == [ours["micro"], ours["macro"]]
-    assert rules["labels"]["ntest@0.5"]["w"] in (0.0, 0.25, 1.0)
-    # five dense labels: the sparse rule keeps the prior, so its variants are the rules they start from
-    assert rules["labels_stats"]["density"] >= 0.1
-    assert rules["labels"]["ds@0.25"] == rules["labels"]["prior@0.25"]
-    assert rules["labels"]["ds+ntest@0.5"] == rules["labels"]["ntest@0.5"]
-    # the per-label variants: more labels keep the base model (w = 1) as c grows; where none does, the
-    # variant is the prior itself
-    for prior in ("prior@0.25", "prior@0.33"):
-        ws = [rules["labels"][f"{prior}+rare@{c}"]["w"] for c in (3, 10, 30)]
-        assert rules["labels"][prior]["w"] <= ws[0] <= ws[1] <= ws[2] <= 1.0
-        for c, w in zip((3, 10, 30), ws, strict=True):
-            if w == rules["labels"][prior]["w"]:
-                assert rules["labels"][f"{prior}+rare@{c}"]["f1"] == rules["labels"][prior]["f1"]
-    # ... and the labels expected fewer than 30 times keep the base model's probabilities
-    assert rare_rules["prior@0.33+rare@30"]["w"] > rare_rules["prior@0.33"]["w"]
-    assert rare_rules["prior@0.33+rare@30"]["f1"] != rare_rules["prior@0.33"]["f1"]
-    assert rules["base"] == [library["base"]["micro"], library["base"]["macro"]]
-    # without labels the library is dense|sharp@0.4: the prior 0 on sparse labels with a vague base model,
-    # else ⅓ (or 1 for a collapse)
-    stats = sparse_rules["noval_stats"]
-    # bench_guard scores at 0.5; the library's row is scored at its threshold_ (rule 30d), with 0.5's beside it
-    assert rare_rules["dense|sharp@0.4"]["f1"] == [no_labels["micro_at_half"], no_labels["macro_at_half"]]
-    assert rare_rules["dense|sharp@0.4"]["w"] == pytest.approx(no_labels["base_weight"])
-    weak = stats["density"] < 0.1 and stats["sharpness"] < 0.4
-    assert rare_rules["dense|sharp@0.4"] == rare_rules["prior@0" if weak else "prior@0.33"]
-    # the mean base probability there is far below 0.1, so every dense@d is the prior 0 (the same collapse
-    # check), and sparse0@t gives the labels below t the prior 0: the more, the larger t
-    refused = sparse_rules["noval_stats"]["refused"]
-    assert sparse_rules["noval_stats"]["density"] < 0.1
-    for d in ("0.1", "0.15", "0.2"):
-        assert rare_rules[f"dense@{d}"] == rare_rules["prior@0"]
-        assert rare_rules[f"dense@{d}"]["w"] == (1.0 if refused else 0.0)
-    assert refused or rare_rules["sparse0@0.2"]["w"] <= rare_rules["sparse0@0.05"]["w"] <= 1 / 3
-    assert refused or rare_rules["sparse0@0.2"]["w"] < 1 / 3
-
-
 def _small_fits(methods: tuple[str, ...], n_train: int = 160) -> dict[str, dict]:
     """bench_quality's rows for ``methods`` on a 5-label generated problem of ``n_train`` rows (160: 8 validation
     rows), 30% symmetric noise, seed 0, keyed by method (torch's thread count restored after)."""
@@ -215,18 +142,15 @@ def _small_fits(methods: tuple[str, ...], n_train: int = 160) -> dict[str, dict]
         torch.set_num_threads(threads)
 
 
-def test_bench_quality_labels_method_below_twenty_validation_rows_is_the_labels_only_fit():
-    """``lsnpc-labels`` hands LSNPC val0 and the noisy labels; 160 rows give 8 validation rows, too few
-    to choose on, so the noisy labels choose and the fit is ``lsnpc-labels-noval``'s to the bit. Only the
-    guard differs: beside the untestable validation set the ¼ prior stands, without one the held-out
-    noisy labels test the output. ``lsnpc-validate`` (val0 alone, choosing the epoch) is another fit."""
-    rows = _small_fits(("lsnpc-validate", "lsnpc-labels", "lsnpc-labels-noval"))
-    both, alone, val = rows["lsnpc-labels"], rows["lsnpc-labels-noval"], rows["lsnpc-validate"]
-    assert both["epoch"] == alone["epoch"]
-    assert both["base_weight"] == pytest.approx(0.25) and alone["base_weight"] == 0.0  # the test kept it whole
+def test_bench_quality_labels_method_below_twenty_validation_rows_trains_on_the_triple():
+    """``lsnpc-labels`` hands LSNPC val0 and the noisy labels; 160 rows give 8 validation rows, too few to test
+    the output, so the triple is trained on as a clean set and the noisy labels choose the epoch, test the output
+    and set the threshold, as in ``lsnpc-labels-noval``: the same schedule, another fit (the clean passes)."""
+    rows = _small_fits(("lsnpc-labels", "lsnpc-labels-noval"))
+    both, alone = rows["lsnpc-labels"], rows["lsnpc-labels-noval"]
+    assert both["selection"] == alone["selection"] == "noisy_f1"
+    assert both["epochs"] == alone["epochs"] and both["val_rows"] == 8 and alone["val_rows"] == 0
     assert (both["micro"], both["macro"]) != (alone["micro"], alone["macro"])
-    assert both["epochs"] == alone["epochs"] == val["epochs"]  # 2,000 steps either way
-    assert (val["micro"], val["macro"], val["epoch"]) != (both["micro"], both["macro"], both["epoch"])
 
 
 def test_bench_quality_trunk_labels_method_is_the_trunk_fit_given_the_noisy_labels():
@@ -240,50 +164,15 @@ def test_bench_quality_trunk_labels_method_is_the_trunk_fit_given_the_noisy_labe
     assert (trunk["micro"], trunk["macro"]) != (own["micro"], own["macro"])
 
 
-def test_bench_quality_elbo_methods_let_the_noisy_elbo_choose_the_epoch_beside_the_triple():
-    """``lsnpc-elbo`` and ``lsnpc-elbo600`` (rules 63 and 63b; 63b adopted as rule 64, then reverted) pass val0 but
-    let the held-out noisy ELBO choose the epoch, as ``lsnpc-noval`` does and ``lsnpc-validate`` (the triple
-    choosing) does not: the first on the 2,000-step schedule a triple buys (``min_steps=2000``), the second on
-    the 600 steps of a fit without labels. Rows record which criterion chose the epoch (``selection``)."""
-    rows = _small_fits(("lsnpc-elbo", "lsnpc-elbo600", "lsnpc-noval", "lsnpc-validate"))
-    elbo, short, noval, val = (rows[m] for m in ("lsnpc-elbo", "lsnpc-elbo600", "lsnpc-noval", "lsnpc-validate"))
-    for row in (elbo, short, noval):
-        assert row["selection"].startswith("noisy_elbo")
-    assert val["selection"].startswith("val_f1")
-    assert elbo["epochs"] == val["epochs"] != noval["epochs"] == short["epochs"]
-
-
-def test_bench_quality_valf1_and_trunk_elbo600_methods_are_the_defaults_beside_a_triple_that_can_test():
-    """Beside a triple of 20 rows or more (420 rows: 21), ``lsnpc`` is ``lsnpc-valf1``'s fit to the digit (the triple
-    chooses the epoch on 2,000 steps; rule 64, which gave that choice to the ELBO, was reverted) and ``lsnpc-trunk``
-    is ``lsnpc-trunk-elbo600``'s (rule 65: the held-out noisy ELBO chooses, on 600 steps)."""
-    methods = ("lsnpc", "lsnpc-elbo600", "lsnpc-valf1", "lsnpc-trunk", "lsnpc-trunk-elbo600")
-    rows = _small_fits(methods, n_train=420)
-    default, short, valf1, trunk, trunk_short = (rows[m] for m in methods)
-    keys = ("micro", "macro", "epoch", "epochs", "threshold", "base_weight")
-    assert default["selection"].startswith("val_f1") and [default[k] for k in keys] == [valf1[k] for k in keys]
-    assert short["selection"].startswith("noisy_elbo") and default["epochs"] > 2 * short["epochs"]
-    assert trunk["selection"].startswith("noisy_elbo") and "(rule 65)" in trunk["selection"]
-    assert [trunk[k] for k in keys] == [trunk_short[k] for k in keys] and trunk["epochs"] == short["epochs"]
-
-
-def test_bench_quality_valclean_method_trains_on_the_validation_rows_without_validating():
-    """``lsnpc-valclean`` (rule 14, not adopted) gives LSNPC the val0 triple as its clean set and no
-    validation triple: the fit runs the schedule of a fit without clean labels (``lsnpc-noval``'s epochs,
-    not the 2,000 steps that validation buys in ``lsnpc-validate``), and the clean pass makes it another fit
-    than that one. (Since rule 15 the default ``lsnpc`` is this fit where the triple covers 30% of the labels.)"""
-    rows = _small_fits(("lsnpc-validate", "lsnpc-noval", "lsnpc-valclean"))
-    clean, noval, val = rows["lsnpc-valclean"], rows["lsnpc-noval"], rows["lsnpc-validate"]
-    assert clean["epochs"] == noval["epochs"] != val["epochs"]
-    assert (clean["micro"], clean["macro"]) != (noval["micro"], noval["macro"])
-
-
 def test_bench_quality_scores_lsnpc_at_its_decision_threshold_and_the_base_model_at_its_own():
-    """Rule 26 in the benchmark: an LSNPC row is scored as ``predict`` decides, at the fitted threshold, with
-    its scores at 0.5 beside; ``base-threshold`` scores the base model's own probabilities at the threshold
-    the rule would choose for them on val0. Beside 8 validation rows, too few to choose one, it is 0.5
-    (where a threshold is chosen: ``test_the_decision_threshold_is_chosen_on_validation_and_applied_by_predict``).
-    Rules 30 and 30d may lower LSNPC's there, never below 0.35; at 0.5 its scores are those at 0.5."""
+    """An LSNPC row is scored as ``predict`` decides, at ``threshold_``, with its scores at 0.5 beside;
+    ``base-threshold`` scores the base model's own probabilities at ``lsnpc.tune_threshold``'s choice on val0 from
+    20 rows (420 rows: 21), at 0.5 below (160 rows: 8)."""
+    from bench_quality import prepare_setting
+
+    from lsnpc import tune_threshold
+    from lsnpc.metrics import micro_f1
+
     rows = _small_fits(("lsnpc-noval", "lsnpc", "base-threshold"))
     tuned, base = rows["base-threshold"], rows["base"]
     for method in ("lsnpc-noval", "lsnpc"):
@@ -292,6 +181,29 @@ def test_bench_quality_scores_lsnpc_at_its_decision_threshold_and_the_base_model
         if row["threshold"] == 0.5:
             assert (row["micro"], row["macro"]) == (row["micro_at_half"], row["macro_at_half"])
     assert tuned["threshold"] == 0.5 and (tuned["micro"], tuned["macro"]) == (base["micro"], base["macro"])
+    larger = _small_fits(("base-threshold",), n_train=420)["base-threshold"]
+    s = prepare_setting("synthetic[n_labels=5,n_features=12,n_train=420,n_test=60]", "full", "symmetric", 0.3, 0,
+                        "", 0, None)
+    v0 = s["split"]["val0"]
+    chosen = tune_threshold(s["Y"][v0], s["base"].predict_proba(s["X"][v0])).threshold
+    assert larger["threshold"] == chosen
+    assert larger["micro"] == pytest.approx(micro_f1(s["Yt"], s["base"].predict_proba(s["Xt"]), chosen))
+
+
+def test_bench_quality_set_passes_parameters_to_every_lsnpc():
+    """``--set KEY=VALUE`` reaches the correctors: a given threshold is the one each row is scored at."""
+    from bench_quality import parse_param
+
+    assert parse_param("threshold=0.4") == ("threshold", 0.4) and parse_param("guard=false") == ("guard", False)
+    assert parse_param("min_val_rows=30") == ("min_val_rows", 30) and parse_param("selection=x") == ("selection", "x")
+    assert parse_param("blend_candidates=0,0.5") == ("blend_candidates", (0, 0.5))
+    with pytest.raises(ValueError, match="--set expects KEY=VALUE"):
+        parse_param("threshold")
+    from bench_quality import run_setting
+
+    spec = "synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]"
+    rows = run_setting(spec, "full", "symmetric", 0.3, 0, ("lsnpc-noval",), "", 0, None, {"threshold": 0.45})
+    assert rows[-1]["threshold"] == 0.45
 
 
 def test_grid_bar_terms_from_a_results_directory(tmp_path):
@@ -331,60 +243,6 @@ def test_grid_bar_terms_from_a_results_directory(tmp_path):
     assert line in done.stdout
     with pytest.raises(ValueError, match="'base'"):
         bar_terms(load_results(tmp_path / "results"), base="base")
-
-
-def test_guard_rule_beside_an_untestable_validation_set_reproduces_the_library():
-    """Beside a validation triple too small to test (300 rows give 15), the library falls back to the rule
-    without labels, sparse rule included: bench_guard's ``library+ds`` is bench_quality's ``lsnpc-validate``
-    (``LSNPC(small_val="validate")`` with val0: the triple chooses the epoch, as in bench_guard's fits; by
-    default rule 15 may train on it instead) on a 19-label problem with mostly empty rows, and ``library`` (the ⅓
-    prior there, the library's rule before rule 12) is not where the sparse rule decides. Given the noisy
-    labels as well (``lsnpc-labels``), it is ``ds@0.25`` of the labels-only fit (rule 13), not its ¼ prior."""
-    import torch
-    from bench_guard import run_setting as guard_setting
-    from bench_quality import run_setting
-
-    sparse = "synthetic[n_labels=19,max_frequency=0.15,n_features=260,n_train=300,n_test=200]"
-    threads = torch.get_num_threads()
-    try:
-        rules = guard_setting(sparse, "full", "symmetric", 0.0, 0, "", ("val", "noval", "labels"))
-        methods = {r["method"]: r for r in run_setting(sparse, "full", "symmetric", 0.0, 0,
-                                                       ("lsnpc-validate", "lsnpc-labels"), "", 0, None)}
-        library, with_labels = methods["lsnpc-validate"], methods["lsnpc-labels"]
-    finally:
-        torch.set_num_threads(threads)
-    assert rules["n_val"] < 20
-    ours = rules["val"]["library+ds"]
-    # bench_guard scores at 0.5; the library's row is scored at its threshold_ (rule 30), with 0.5's beside it
-    assert ours["f1"] == [library["micro_at_half"], library["macro_at_half"]]
-    assert ours["w"] == pytest.approx(library["base_weight"])
-    stats = rules["noval_stats"]  # the same base model: density and sharpness of its training-row probabilities
-    assert stats["density"] < 0.1 and stats["sharpness"] < 0.4 and not stats["refused"]
-    assert ours["w"] == 0.0 and rules["val"]["library"]["w"] == pytest.approx(1 / 3)
-    assert rules["val"]["library"]["f1"] != ours["f1"]
-    # given the noisy labels too, the fit is the labels-only one and the same rule drops its ¼ prior: ds@0.25
-    # (bench_guard scores every rule at 0.5; since rule 29d the held-out rows may choose lsnpc-labels' threshold)
-    labels = rules["labels"]
-    assert labels["ds@0.25"]["f1"] == [with_labels["micro_at_half"], with_labels["macro_at_half"]]
-    assert labels["ds@0.25"]["w"] == with_labels["base_weight"] == 0.0
-    assert labels["prior@0.25"]["w"] == pytest.approx(0.25) and labels["prior@0.25"]["f1"] != labels["ds@0.25"]["f1"]
-
-
-def test_bench_quality_seeds3_method_averages_three_fits_and_rows_record_the_triples_coverage():
-    """``lsnpc-seeds3`` averages the outputs of three ``LSNPC()`` fits (seeds s, s + 1000, s + 2000): its first
-    fit is ``lsnpc``'s (same epoch) and its scores are the average's, not that fit's. Every row records
-    ``val_coverage``, the share of the labels with a positive among the val0 rows."""
-    from bench_quality import prepare_setting
-
-    rows = _small_fits(("lsnpc", "lsnpc-seeds3"))
-    single, averaged = rows["lsnpc"], rows["lsnpc-seeds3"]
-    assert averaged["epoch"] == single["epoch"]
-    assert (averaged["micro"], averaged["macro"]) != (single["micro"], single["macro"])
-    assert 0.0 <= averaged["base_weight"] <= 1.0
-    s = prepare_setting("synthetic[n_labels=5,n_features=12,n_train=160,n_test=60]", "full", "symmetric", 0.3, 0,
-                        "", 0, None)
-    coverage = float((s["Y"][s["split"]["val0"]].sum(0) > 0).mean())
-    assert {r["val_coverage"] for r in rows.values()} == {coverage}
 
 
 def test_noise_signal_statistics_and_summary():
@@ -491,10 +349,3 @@ def test_bench_quality_report_and_configs_name_what_is_wrong(args, words, tmp_pa
     assert done.returncode == 2 and words in done.stderr, done.stderr
 
 
-def test_bench_quality_val01_method_validates_on_twice_the_clean_rows():
-    """``lsnpc-val01`` hands LSNPC val0 and val1 together as its triple (420 rows: 21 + 21), where ``lsnpc`` gets val0
-    alone and ``lsnpc-noval`` none; the rows record the triple's size, and the triple chooses the epoch in both."""
-    rows = _small_fits(("lsnpc", "lsnpc-val01", "lsnpc-noval"), n_train=420)
-    one, two, none = rows["lsnpc"], rows["lsnpc-val01"], rows["lsnpc-noval"]
-    assert (one["val_rows"], two["val_rows"], none["val_rows"]) == (21, 42, 0)
-    assert two["selection"].startswith("val_f1") and one["selection"].startswith("val_f1")

@@ -17,7 +17,6 @@ import pytest
 import torch
 
 from lsnpc import LSNPC
-from lsnpc.corrector.guard import GuardDecision
 
 from tests.test_corrector import FAST, fitted, problem  # noqa: F401 - the fixtures, shared
 
@@ -50,30 +49,37 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
     assert {stat.S_IMODE(p.stat().st_mode) for p in target.iterdir()} == {0o644}
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
     config = json.loads((target / "config.json").read_text())
-    assert config["format"] == "lsnpc" and config["format_version"] == 2
+    assert config["format"] == "lsnpc" and config["format_version"] == 3
     assert config["weights"]["sha256"] == hashlib.sha256((target / "model.safetensors").read_bytes()).hexdigest()
     loaded = LSNPC.load(target)
     np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
     assert loaded.selection_ == fitted.selection_ and loaded.best_epoch_ == fitted.best_epoch_
-    assert loaded.guard_ == fitted.guard_ and isinstance(loaded.guard_, GuardDecision)
-    assert loaded.threshold_ == fitted.threshold_  # the decision threshold predict applies (rule 26)
+    assert loaded.report_ == fitted.report_ and loaded.report_.summary() == fitted.report_.summary()
+    assert loaded.threshold_ == fitted.threshold_ and loaded.base_weight_ == fitted.base_weight_
     np.testing.assert_array_equal(loaded.predict(X, P), fitted.predict(X, P))
     assert loaded.get_params() == {**fitted.get_params(), "device": "cpu"}
 
 
-def test_a_guard_decided_on_the_noisy_labels_round_trips(problem: dict[str, np.ndarray], tmp_path: Path) -> None:
-    """A fit given the noisy labels and no clean ones: its guard tested the output on the held-out rows'
-    noisy labels (mode "noisy labels"); the saved model answers and describes itself the same."""
+def test_a_fit_on_the_noisy_labels_round_trips(problem: dict[str, np.ndarray], tmp_path: Path) -> None:
+    """A fit given the noisy labels and no clean ones, with named columns: the saved model answers, describes
+    itself and checks its columns the same."""
+    import pandas as pd
+
     from lsnpc import simulate_noise
 
     X, Y, P = problem["X"], problem["Y"], problem["P"]
     noisy = simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]
-    fitted = LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=noisy)
-    assert fitted.guard_.mode == "noisy labels" and fitted.guard_.n_holdout == 30
+    features = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    fitted = LSNPC(random_state=0, **FAST).fit(features[:300], P[:300], labels=noisy)
+    assert fitted.report_.plan.evidence == "noisy labels" and fitted.report_.plan.n_holdout == 30
     fitted.save(tmp_path / "model")
     loaded = LSNPC.load(tmp_path / "model")
-    assert loaded.guard_ == fitted.guard_ and loaded.guard_.summary() == fitted.guard_.summary()
-    np.testing.assert_array_equal(loaded.predict_proba(X[TEST], P[TEST]), fitted.predict_proba(X[TEST], P[TEST]))
+    assert loaded.report_ == fitted.report_ and loaded.report_.summary() == fitted.report_.summary()
+    assert list(loaded.feature_names_in_) == list(fitted.feature_names_in_) and not hasattr(loaded, "label_names_in_")
+    np.testing.assert_array_equal(loaded.predict_proba(features[TEST], P[TEST]),
+                                  fitted.predict_proba(features[TEST], P[TEST]))
+    with pytest.raises(ValueError, match="in another order"):
+        loaded.predict_proba(features[TEST][features.columns[::-1]], P[TEST])
 
 
 def test_save_never_replaces_what_it_did_not_write(fitted: LSNPC, tmp_path: Path,
@@ -187,12 +193,17 @@ def test_edited_config_is_refused(saved: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "match"),
     [
-        (lambda c: c["fitted"]["guard_"].update(blend=5.0), "corrupt guard decision: guard_.blend"),
-        (lambda c: c["fitted"]["guard_"].update(threshold=0.45, label_thresholds={"4": 0.35}),
-         r"corrupt guard decision: guard_.label_thresholds names label 4, but the model has 4 labels"),
-        (lambda c: c["fitted"]["guard_"].update(threshold=0.45, label_thresholds={"1": 0.45}),
-         r"corrupt guard decision: guard_.label_thresholds\['1'\] must be a number in \(0, threshold = 0.45\)"),
-        (lambda c: c["fitted"].pop("n_labels_"), "fitted fields n_labels_ are missing"),
+        (lambda c: c["fitted"].update(base_weight_=5.0), "base_weight_ must be a number in"),
+        (lambda c: c["fitted"].update(base_weight_=1.0), "fitted base_weight_ = 1.0 but the report says"),
+        (lambda c: c["fitted"].update(threshold_=0.3), "fitted threshold_ = 0.3 but the report says"),
+        (lambda c: c["params"].update(threshold=0.3), "params.threshold is 0.3 but the fitted threshold_ is"),
+        (lambda c: c["params"].pop("threshold"), "parameters threshold are missing"),
+        (lambda c: c["fitted"]["report_"]["decisions"][2].update(choice="x"), "choice must be a number or null"),
+        (lambda c: c["fitted"]["report_"].pop("plan"), "exactly 'plan' and 'decisions'"),
+        (lambda c: c["fitted"].update(feature_names_in_=["a"]), "feature_names_in_ must be null or a list of 8"),
+        (lambda c: c["fitted"].update(selection_="best"), "selection_ must be one of"),
+        (lambda c: c["fitted"].pop("n_labels_"), "fitted fields missing n_labels_"),
+        (lambda c: c["fitted"].update(extra_=1), "fitted fields unknown extra_"),
         (lambda c: c["fitted"].update(n_labels_="4"), "n_labels_ must be a positive integer"),
         (lambda c: c["fitted"].update(best_epoch_=99), "best_epoch_ must be an integer in"),
         (lambda c: c["fitted"].update(input_shape_=[9]), "input_shape_ must be a shape of n_features_in_"),
@@ -217,34 +228,30 @@ def test_inconsistent_config_is_refused(saved: Path, edit, match: str) -> None:
 def test_non_finite_weights_are_refused(fitted: LSNPC, saved: Path) -> None:
     from safetensors.torch import load_file, save_file
 
+    from safetensors import safe_open
+
+    with safe_open(str(saved / "model.safetensors"), framework="pt") as fh:
+        metadata = fh.metadata()
     state = load_file(str(saved / "model.safetensors"))
     name = next(k for k, v in state.items() if v.is_floating_point() and v.numel() > 1)
     state[name][0] = float("nan")
-    save_file(state, str(saved / "model.safetensors"), metadata={"format": "lsnpc"})
+    save_file(state, str(saved / "model.safetensors"), metadata=metadata)
     digest = hashlib.sha256((saved / "model.safetensors").read_bytes()).hexdigest()
     _rewrite_config(saved, lambda c: c["weights"].update(sha256=digest))
     with pytest.raises(ValueError, match="non-finite values in " + name):
         LSNPC.load(saved)
 
 
-def test_format_version_1_loads_with_a_warning(fitted: LSNPC, problem: dict[str, np.ndarray], saved: Path) -> None:
-    from safetensors.torch import load_file, save_file
-
-    # version 1: no checksums, no model description in the weights' metadata
-    weights = str(saved / "model.safetensors")
-    save_file(load_file(weights), weights, metadata={"format": "lsnpc"})
+def test_older_formats_are_refused_and_checksums_cannot_be_skipped(saved: Path) -> None:
+    """A folder of format version 1 or 2 (written before the fit report existed) is refused with a message to fit
+    again, whatever else it holds: relabelling a config as version 1 cannot skip the checksums."""
     config = json.loads((saved / "config.json").read_text())
-    config["format_version"] = 1
-    del config["weights"], config["config_sha256"]
-    (saved / "config.json").write_text(json.dumps(config))
-    with pytest.warns(UserWarning, match="format version 1"):
-        loaded = LSNPC.load(saved)
-    X, P = problem["X"][TEST], problem["P"][TEST]
-    np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
-    config["params"]["nu"] = 5.0  # without checksums, the weights' own constants still catch an edit
-    (saved / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match="holds nu=2.01, but config.json says nu=5"), pytest.warns(UserWarning):
-        LSNPC.load(saved)
+    for version in (1, 2):
+        edited = {**config, "format_version": version, "params": {**config["params"], "threshold": 0.3}}
+        edited.pop("config_sha256")
+        (saved / "config.json").write_text(json.dumps(edited))
+        with pytest.raises(ValueError, match=f"older lsnpc \\(format version {version}\\).*fit the corrector again"):
+            LSNPC.load(saved)
 
 
 def test_corrupt_and_foreign_configs_are_refused(saved: Path, tmp_path: Path) -> None:
@@ -299,7 +306,7 @@ def test_predict_proba_raises_instead_of_returning_non_finite(fitted: LSNPC, pro
     import copy
 
     broken = copy.deepcopy(fitted)
-    broken.guard_ = GuardDecision.skipped("the pure correction, to see it")
+    broken.base_weight_ = 0.0  # the pure correction, to see it
     with torch.no_grad():
         next(broken.model_.label_decoder.parameters()).fill_(float("nan"))
     with pytest.raises(ValueError, match="non-finite probabilities for 50 of 50 rows"):

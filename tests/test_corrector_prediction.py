@@ -61,7 +61,7 @@ def test_prediction_reads_no_random_generator() -> None:
 
 
 def test_validation_scoring_guard_and_predict_agree(scene) -> None:
-    """The selected epoch's validation F1 is the correction's at prediction; the guard's is the output's
+    """The selected epoch's validation F1 is the correction's at prediction; the blend test's is the output's
     (correction and student) that predict_proba gives before blending."""
     X, P = scene["X"], scene["P"]
     X_val, P_val = scene["Xt"][:300], scene["Pt"][:300]
@@ -72,7 +72,8 @@ def test_validation_scoring_guard_and_predict_agree(scene) -> None:
     assert best["val_micro_f1"] == micro_f1(y_val, corrected)
     assert best["val_macro_f1"] == macro_f1(y_val, corrected)
     output = model._output(X_val, P_val)
-    assert model.guard_.val_output_micro_f1 == micro_f1(y_val, output)
-    assert model.guard_.val_output_macro_f1 == macro_f1(y_val, output)
-    blend = model.guard_.blend
-    np.testing.assert_allclose(model.predict_proba(X_val, P_val), blend * output + (1 - blend) * P_val, atol=1e-6)
+    evidence = model.report_["blend"].evidence
+    assert evidence["output_micro_f1"] == micro_f1(y_val, output)
+    assert evidence["output_macro_f1"] == macro_f1(y_val, output)
+    w = model.base_weight_
+    np.testing.assert_allclose(model.predict_proba(X_val, P_val), (1 - w) * output + w * P_val, atol=1e-6)

@@ -60,7 +60,9 @@ def test_lsnpc_output_is_the_mean_of_correction_and_student(noisy_problem: dict[
     X, Y, P = noisy_problem["X"], noisy_problem["Y"], noisy_problem["P"]
     model = LSNPC(random_state=0, guard=False, **FAST).fit(X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350],
                                                            pred_probs_val=P[300:350])
-    assert model.student_info_["weight"] == 0.5 and "validation" in model.student_info_["selection"]
+    student = model.report_["student"]
+    assert student.choice == 0.5 and student.evidence["chosen_by"] == "validation micro-F1"
+    assert student.evidence["n_rows"] == 300  # every training row: the triple chose the epoch, none held out
     assert model.student_.encoder is not model.model_.data_encoder  # a trained copy, not the corrector's own
     out = model.predict_proba(X[350:], P[350:])
     corrected = model._raw_correct(X[350:], P[350:])
@@ -69,7 +71,7 @@ def test_lsnpc_output_is_the_mean_of_correction_and_student(noisy_problem: dict[
 
     alone = LSNPC(random_state=0, guard=False, student=False, **FAST).fit(
         X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350], pred_probs_val=P[300:350])
-    assert alone.student_ is None and alone.student_info_ is None
+    assert alone.student_ is None and alone.report_["student"].choice is None
     # the student is fitted after the corrector, from its own seed: the correction itself is unchanged
     np.testing.assert_array_equal(alone.predict_proba(X[350:], P[350:]), corrected)
 
@@ -80,10 +82,9 @@ def test_the_paper_recipe_has_no_student_and_no_guard() -> None:
     assert LSNPC().student is True and LSNPC().guard is True
 
 
-@pytest.mark.parametrize("bad", [{"guard_confidence": 0.0}, {"guard_confidence": 1.5}, {"guard_base_weight": -0.1},
-                                 {"guard_base_weight": 2},
-                                 {"guard_base_weight": "half"}])
-def test_guard_parameters_are_checked(bad: dict, noisy_problem: dict[str, np.ndarray]) -> None:
+@pytest.mark.parametrize("bad", [{"blend_confidence": 0.0}, {"blend_confidence": 1.5}, {"prior_base_weight": -0.1},
+                                 {"prior_base_weight": 2}, {"prior_base_weight": "half"}])
+def test_blend_parameters_are_checked(bad: dict, noisy_problem: dict[str, np.ndarray]) -> None:
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):
         LSNPC(**bad, **FAST).fit(noisy_problem["X"][:50], noisy_problem["P"][:50])
@@ -94,7 +95,8 @@ def test_the_student_is_saved_checked_and_loaded(noisy_problem: dict[str, np.nda
     model = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200])
     model.save(tmp_path / "m")
     loaded = LSNPC.load(tmp_path / "m")
-    assert loaded.student_info_ == model.student_info_ and loaded.student_ is not None
+    assert loaded.report_["student"] == model.report_["student"] and loaded.student_ is not None
+    assert model.report_["student"].evidence["n_rows"] == 180  # the 20 rows held out to choose the epoch are not
     np.testing.assert_array_equal(loaded.predict_proba(X[300:], P[300:]), model.predict_proba(X[300:], P[300:]))
     weights = tmp_path / "m" / "student.safetensors"
     weights.write_bytes(weights.read_bytes()[:-8] + bytes(8))
@@ -105,9 +107,9 @@ def test_the_student_is_saved_checked_and_loaded(noisy_problem: dict[str, np.nda
 def test_a_saved_model_predicts_with_the_student_share_it_was_fitted_with(
     noisy_problem: dict[str, np.ndarray], tmp_path,
 ) -> None:
-    """The student's share is part of the fitted model (``student_info_["weight"]``): a model saved with
-    another share than today's default (¾, as rule 25 measured) predicts with its own; a share outside
-    [0, 1] or missing is a damaged file."""
+    """The student's share is part of the fitted model (``report_["student"].choice``): a model saved with
+    another share than today's default predicts with its own; a share outside [0, 1] or missing is a damaged
+    file."""
     import json
 
     from lsnpc.corrector.persistence import _config_digest
@@ -121,16 +123,18 @@ def test_a_saved_model_predicts_with_the_student_share_it_was_fitted_with(
     config_path = tmp_path / "m" / "config.json"
     config = json.loads(config_path.read_text())
     fitted = config["fitted"]
-    assert fitted["student_info_"]["weight"] == 0.5
-    fitted["student_info_"]["weight"] = 0.75
+    student = fitted["report_"]["decisions"][1]
+    assert student["step"] == "student" and student["choice"] == 0.5
+    student["choice"] = 0.75
     write(config)
     other = LSNPC.load(tmp_path / "m")
     corrected = other._raw_correct(X[300:], P[300:])
     taught = other.student_.predict_proba(torch.as_tensor(X[300:])).numpy()
     np.testing.assert_allclose(other.predict_proba(X[300:], P[300:]), 0.25 * corrected + 0.75 * taught, rtol=1e-6,
                                atol=1e-6)
-    for weight in (1.5, "half", None):
-        fitted["student_info_"]["weight"] = weight
+    for weight, match in ((1.5, "student share must be null or a number in"), ("half", "choice must be a number"),
+                          (None, "params.student is True but the report has no student")):
+        student["choice"] = weight
         write(config)
-        with pytest.raises(ValueError, match="student_info_ must be an object whose \"weight\" is a number"):
+        with pytest.raises(ValueError, match=match):
             LSNPC.load(tmp_path / "m")

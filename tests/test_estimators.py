@@ -157,7 +157,7 @@ def test_repr_shows_the_changed_parameters_and_rebuilds_the_estimator(name: str)
 def test_lsnpc_paper_preset_survives_repr_and_clone() -> None:
     paper = LSNPC.paper(random_state=0)
     assert " ".join(repr(paper).split()) == (
-        "LSNPC(epochs=20, guard=False, random_state=0, schedule='paper', small_val='validate', student=False, "
+        "LSNPC(epochs=20, guard=False, min_val_rows=1, random_state=0, schedule='paper', student=False, "
         "threshold=0.5)")
     assert clone(paper).get_params() == paper.get_params()
 
@@ -211,7 +211,7 @@ case = CASES[name]
 est = case.make(random_state=0)
 if how == "plain":
     case.fit(est, data)
-elif how == "validation":  # 16 rows, no labels: trained on as the clean set (rule 15)
+elif how == "validation":  # 16 rows: trained on as the clean set
     est.fit(X[:48], P[:48], X_val=X[48:], y_val=y[48:], pred_probs_val=P[48:])
 else:  # the noisy labels choose the epoch and test the output
     est.fit(X, P, labels=y)

@@ -17,7 +17,6 @@ from torch import nn
 from lsnpc import LSNPC, MLPClassifier
 from lsnpc._torch import seeded
 from lsnpc._validation import NotFittedError
-from lsnpc.corrector.guard import GuardDecision
 from lsnpc.explain import (
     classifier_cams,
     corrected_cams,
@@ -63,7 +62,7 @@ def setting():
     probs = base.predict_proba(features)
     # LSNPC's data encoder is a copy of the base model's CNN (and its standardisation), as in the paper
     encoder = nn.Sequential(backbone, base.trunk_)
-    corrector = LSNPC(encoder=encoder, epochs=1, batch_size=6, guard=False, random_state=0).fit(x, probs)
+    corrector = LSNPC(encoder=encoder, epochs=1, batch_size=6, guard=False, student=False, random_state=0).fit(x, probs)
     return {"pictures": pictures, "x": x, "labels": labels, "backbone": backbone, "base": base,
             "probs": probs, "corrector": corrector}
 
@@ -133,10 +132,10 @@ def test_grad_cam_on_any_network_and_layer() -> None:
     assert maps.min() >= 0 and maps.max() <= 1
 
 
-def test_the_guard_falling_back_to_the_base_model_is_said(setting) -> None:
+def test_the_fit_handing_back_the_base_model_is_said(setting) -> None:
     corrector = copy.copy(setting["corrector"])
-    corrector.guard_ = GuardDecision(applied=True, blend=0.0)
-    with pytest.warns(UserWarning, match="guard hands back the base model"):
+    corrector.base_weight_ = 1.0
+    with pytest.warns(UserWarning, match="fit hands back the base model"):
         corrected_cams(corrector, setting["x"][:1], setting["probs"][:1], 0, layer="0.layer4")
 
 
@@ -212,5 +211,5 @@ def test_nothing_in_lsnpc_imports_explain_but_the_cli_and_the_experiments() -> N
     from tests.test_import_graph import import_graph
 
     importers = {m for m, targets in import_graph().items() if any(t.startswith("lsnpc.explain") for t in targets)}
-    allowed = {m for m in importers if m == "lsnpc.cli" or m.startswith(("lsnpc.experiments", "lsnpc.explain"))}
+    allowed = {m for m in importers if m.startswith(("lsnpc.cli", "lsnpc.experiments", "lsnpc.explain"))}
     assert importers == allowed

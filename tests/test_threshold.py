@@ -12,7 +12,7 @@ from sklearn.metrics import f1_score
 
 from lsnpc import ThresholdCurve, tune_threshold
 from lsnpc.corrector.scores import f1_scores, resample_weights
-from lsnpc.corrector.threshold import DEFAULT_THRESHOLDS, count_threshold
+from lsnpc.corrector.threshold import DEFAULT_THRESHOLDS, count_threshold, within_count
 from lsnpc.metrics import macro_f1, micro_f1
 
 
@@ -61,6 +61,8 @@ def test_count_threshold_is_the_lowest_within_the_count():
     assert chosen == 0.4 and evidence["predicted_count"] == 1.0 and evidence["expected_count"] == 1.0
     assert count_threshold(output, 5.0, DEFAULT_THRESHOLDS, floor=0.35)[0] == 0.35  # the floor holds
     assert count_threshold(output, 0.1, DEFAULT_THRESHOLDS, floor=0.35)[0] == 0.5  # none within: the top
+    assert within_count(output, 1.0, DEFAULT_THRESHOLDS, floor=0.35) == (0.4, 0.425, 0.45, 0.475, 0.5)
+    assert within_count(output, 0.0, (0.3, 0.6), floor=0.2) == (0.6,)  # the top always
 
 
 def test_f1_from_counts_equals_sklearn_on_resamples():

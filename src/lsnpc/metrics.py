@@ -2,7 +2,7 @@
 
 Every function takes ``y_true`` (n, L) of 0/1 and ``probs`` (n, L) in [0, 1]. Threshold metrics
 binarise with ``probs >= threshold`` (:func:`binarize`), ``threshold`` one number for every label or one
-per label, shape (L,) (as ``LSNPC.label_thresholds_``); ranking metrics use the probabilities as
+per label, shape (L,); ranking metrics use the probabilities as
 scores. scikit-learn computes every metric it has; only :func:`one_error` is written here.
 
 Conventions (so numbers can be compared with papers):

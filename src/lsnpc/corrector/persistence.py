@@ -2,48 +2,51 @@
 
 Layout of ``path/``::
 
-    config.json         {"format": "lsnpc", "format_version": 2, "params": {...}, "fitted": {...},
+    config.json         {"format": "lsnpc", "format_version": 3, "params": {...}, "fitted": {...},
                          "weights": {"file": "model.safetensors", "sha256": ...},
                          ["student_weights": {"file": "student.safetensors", "sha256": ...},]
                          "config_sha256": <the SHA-256 of the rest of this JSON>}
     model.safetensors   every tensor of the model's state dict
     student.safetensors the corrected-label student's state dict (only when the corrector has one)
 
-Nothing is pickled. Saving never replaces a folder that is not a saved model, replaces a model only
-when asked to, and deletes nothing it did not write (:func:`lsnpc._io.atomic_directory`). Loading
-refuses, with one ValueError that says what is wrong, anything damaged or inconsistent: a checksum
-that does not match (weights or config), a fitted field of the wrong type or range, weights whose
-names, shapes or constants (ν, ν0) disagree with the config, or non-finite weights. Format version 1
-files (no checksums) still load, with a warning that their integrity cannot be verified; saving one
-again writes version 2. A model saved before correctors had a student loads with none.
+Nothing is pickled. Saving never replaces a folder that is not a saved model, replaces a model only when asked
+to, and deletes nothing it did not write (:func:`lsnpc._io.atomic_directory`). Loading refuses, with one
+ValueError that says what is wrong, anything damaged or inconsistent: a checksum that does not match (weights or
+config), a missing or unknown parameter or fitted field, one of the wrong type or range, a report whose decisions
+disagree with the fitted fields, weights whose names, shapes or constants (ν, ν0) disagree with the config, or
+non-finite weights. Every field the loader reads is covered by the config's checksum. Folders written by an older
+lsnpc (format versions 1 and 2) are refused with a message to fit again: their decisions were of another kind.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from .._io import atomic_directory, atomic_write_json, check_replaceable
-from .guard import _is_number
+from .._io import atomic_directory, atomic_write_json, check_replaceable, user_path
+from .._torch import resolve_device
+from .config import ModelSpec, build_model
+from .report import FitReport
+from .student import LabelStudent
 
-__all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector", "is_saved_corrector",
-           "check_save_target"]
+__all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector", "restore_corrector",
+           "is_saved_corrector", "check_save_target"]
 
 FORMAT = "lsnpc"
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 STUDENT_WEIGHTS_NAME = "student.safetensors"
@@ -55,11 +58,16 @@ _CONSTANT_BUFFERS = ("nu", "nu0")
 _SPEC_PARAMS = ("latent", "nu", "nu0", "latent_dim", "label_embedding_dim", "hidden_dim")
 
 FITTED_FIELDS = ("n_features_in_", "input_shape_", "n_labels_", "data_dim_", "epochs_", "best_epoch_",
-                 "selection_", "history_", "guard_", "predict_seed_", "student_info_")
+                 "selection_", "history_", "predict_seed_", "base_weight_", "threshold_", "report_",
+                 "feature_names_in_", "label_names_in_")
+# constructor parameters held as tuples: JSON gives them back as lists
+_TUPLE_PARAMS = ("blend_candidates", "threshold_grid")
 
 
 def _jsonable(value: Any) -> Any:
     """JSON-safe copy: tuples → lists, non-finite floats → None."""
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -89,7 +97,7 @@ def _spec_json(params: Mapping[str, Any]) -> str:
 def is_saved_corrector(path: str | Path) -> bool:
     """Whether ``path`` is a folder whose config.json says it is a saved LSNPC (of any version)."""
     try:
-        config = json.loads((Path(path) / CONFIG_NAME).read_text(encoding="utf-8"))
+        config = json.loads((user_path(path) / CONFIG_NAME).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     return isinstance(config, dict) and config.get("format") == FORMAT
@@ -100,7 +108,7 @@ def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
     non-empty folder that is not a saved model, a saved model without ``overwrite``, a saved model
     holding other files too, a file, a link, the current folder or a parent of it. Lets a caller check
     before a long fit."""
-    path = Path(path)
+    path = user_path(path)
     cwd = Path.cwd().resolve()
     # the current folder, links and files get their message from check_replaceable
     if not path.is_symlink() and path.is_dir() and path.resolve() not in (cwd, *cwd.parents) and any(path.iterdir()):
@@ -118,46 +126,51 @@ def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
 
 
-def save_corrector(
-    path: str | Path, *, params: dict[str, Any], fitted: dict[str, Any], model: nn.Module,
-    student: nn.Module | None = None, overwrite: bool = False,
-) -> Path:
+def save_corrector(path: str | Path, *, estimator: Any, overwrite: bool = False) -> Path:
     """Write a fitted corrector to the directory ``path`` atomically; return the path.
 
-    ``params``: the estimator's constructor parameters (``encoder`` is recorded only as "user" or
-    "builtin": its code is the user's); ``fitted``: the learned attributes of :data:`FITTED_FIELDS`;
-    ``model``: the trained networks, whose state dict becomes the safetensors file; ``student``: the
-    corrected-label student, written to a second safetensors file when given. An existing
-    saved model at ``path`` is replaced only with ``overwrite``; anything else there is never
-    replaced (FileExistsError).
+    The config holds the estimator's constructor parameters (``encoder`` recorded only as "user" or "builtin": its
+    code is the user's), its fitted fields (:data:`FITTED_FIELDS`), and the checksums of the weights files. An
+    existing saved model at ``path`` is replaced only with ``overwrite``; anything else there is never replaced
+    (FileExistsError).
     """
     from .. import __version__
 
-    params = dict(params)
+    params = dict(estimator.get_params(deep=False))
     user_encoder = params.pop("encoder") is not None
     params["random_state"] = params["random_state"] if isinstance(params["random_state"], int) else None
+    fitted = {name: getattr(estimator, name, None) for name in FITTED_FIELDS}
+    fitted["report_"] = estimator.report_.to_dict()
     config = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "lsnpc_version": __version__,
         "encoder": "user" if user_encoder else "builtin",
         "params": params,
-        "fitted": {name: fitted[name] for name in FITTED_FIELDS},
+        "fitted": fitted,
     }
-    target = Path(path)
+    target = user_path(path)
     check_save_target(target, overwrite=overwrite)
-    with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
-        weights = tmp / WEIGHTS_NAME
-        save_file(_cpu_state(model), str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
-        config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
-        if student is not None:
-            student_weights = tmp / STUDENT_WEIGHTS_NAME
-            save_file(_cpu_state(student), str(student_weights), metadata={"format": FORMAT})
-            config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": _file_digest(student_weights)}
-        config = _jsonable(config)
-        config["config_sha256"] = _config_digest(config)
-        atomic_write_json(tmp / CONFIG_NAME, config)
+    try:
+        with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
+            _write_corrector(tmp, config, estimator, params)
+    except FileExistsError as exc:  # another process saved there first: said in this function's words
+        raise FileExistsError(str(exc).replace("replace=True", "overwrite=True")) from None
     return target
+
+
+def _write_corrector(tmp: Path, config: dict[str, Any], estimator: Any, params: dict[str, Any]) -> None:
+    """The weights files and config.json of ``estimator`` into the folder ``tmp``."""
+    weights = tmp / WEIGHTS_NAME
+    save_file(_cpu_state(estimator.model_), str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
+    config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
+    if estimator.student_ is not None:
+        student_weights = tmp / STUDENT_WEIGHTS_NAME
+        save_file(_cpu_state(estimator.student_), str(student_weights), metadata={"format": FORMAT})
+        config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": _file_digest(student_weights)}
+    config = _jsonable(config)
+    config["config_sha256"] = _config_digest(config)
+    atomic_write_json(tmp / CONFIG_NAME, config)
 
 
 @dataclass
@@ -168,8 +181,8 @@ class SavedCorrector:
     params: dict[str, Any]
     fitted: dict[str, Any]
     user_encoder: bool
-    weights_sha256: str | None  # None for format version 1 (no checksum recorded)
-    student_sha256: str | None = None  # the student's weights (None: no student, or format version 1)
+    weights_sha256: str
+    student_sha256: str | None = None  # the student's weights (None: no student)
 
     def load_weights(self, model: nn.Module, *, student: bool = False) -> None:
         """Load the saved state dict into ``model`` (built from ``params`` by ``build_model``), or with
@@ -182,7 +195,7 @@ class SavedCorrector:
         if not weights.is_file():
             raise ValueError(f"{str(self.path)!r} has no {weights.name}: the saved model is incomplete")
         expected_sha256 = self.student_sha256 if student else self.weights_sha256
-        if expected_sha256 is not None and _file_digest(weights) != expected_sha256:
+        if _file_digest(weights) != expected_sha256:
             raise ValueError(f"{weights} is damaged: its SHA-256 does not match the one in {CONFIG_NAME}")
         try:
             with safe_open(str(weights), framework="pt", device="cpu") as fh:
@@ -190,7 +203,9 @@ class SavedCorrector:
                 state = {name: fh.get_tensor(name) for name in fh.keys()}
         except (SafetensorError, OSError, ValueError) as exc:
             raise ValueError(f"{weights} is corrupt or not a safetensors file: {exc}") from exc
-        if not student and "model_spec" in metadata and metadata["model_spec"] != _spec_json(self.params):
+        if not student and "model_spec" not in metadata:
+            raise ValueError(f"{weights} holds no description of its model: it was not written with {CONFIG_NAME}")
+        if not student and metadata["model_spec"] != _spec_json(self.params):
             saved, described = json.loads(metadata["model_spec"]), json.loads(_spec_json(self.params))
             differ = [k for k in _SPEC_PARAMS if saved.get(k) != described.get(k)]
             raise ValueError(
@@ -219,7 +234,7 @@ def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorre
     ``encoder``: the module a user-encoder model is to be loaded into (None for LSNPC's own encoder).
     The parameters are checked by the estimator (which knows them); the fitted fields here.
     """
-    path = Path(path)
+    path = user_path(path)
     config = _read_config(path)
     config_path = path / CONFIG_NAME
     user_encoder = config["encoder"] == "user"
@@ -230,16 +245,60 @@ def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorre
         )
     if not user_encoder and encoder is not None:
         raise ValueError(f"{str(path)!r} uses LSNPC's own data encoder; do not pass encoder= to load it")
-    fitted = _check_fitted(config["fitted"], config_path)
-    weights_sha256 = student_sha256 = None
-    if config["format_version"] >= 2:
-        weights_sha256 = _weights_entry(config, "weights", WEIGHTS_NAME, config_path)
-        if fitted["student_info_"] is not None:
-            student_sha256 = _weights_entry(config, "student_weights", STUDENT_WEIGHTS_NAME, config_path)
-    else:
-        warnings.warn(f"{str(path)!r} was saved by an older lsnpc (format version 1) without checksums, so "
-                      "damage to it cannot be detected; save it again to add them", UserWarning, stacklevel=3)
-    return SavedCorrector(path, dict(config["params"]), fitted, user_encoder, weights_sha256, student_sha256)
+    params = dict(config["params"])
+    for name in _TUPLE_PARAMS:
+        if isinstance(params.get(name), list):
+            params[name] = tuple(params[name])
+    fitted = _check_fitted(config["fitted"], params, config_path)
+    weights_sha256 = _weights_entry(config, "weights", WEIGHTS_NAME, config_path)
+    student_sha256 = None
+    if fitted["report_"]["student"].choice is not None:
+        student_sha256 = _weights_entry(config, "student_weights", STUDENT_WEIGHTS_NAME, config_path)
+    elif "student_weights" in config:
+        raise ValueError(f"{config_path} is damaged: it lists student weights, but its report has no student")
+    return SavedCorrector(path, params, fitted, user_encoder, weights_sha256, student_sha256)
+
+
+def restore_corrector(cls: type, path: str | Path, *, encoder: nn.Module | None, device: str) -> Any:
+    """An estimator of class ``cls`` rebuilt from the folder ``path`` (see ``LSNPC.load``)."""
+    dev = resolve_device(device)
+    saved = read_corrector(path, encoder=encoder)
+    config_path = saved.path / CONFIG_NAME
+    known = set(cls._get_param_names()) - {"encoder"}
+    unknown, missing = sorted(set(saved.params) - known), sorted(known - set(saved.params))
+    if unknown:
+        raise ValueError(f"{config_path} has parameters this lsnpc does not know: {', '.join(unknown)}")
+    if missing:
+        raise ValueError(f"{config_path} is incomplete: parameters {', '.join(missing)} are missing")
+    estimator = cls(**saved.params, encoder=encoder)
+    estimator.device = device  # where it runs now, not where it was fitted
+    try:
+        estimator._check_params()
+    except ValueError as exc:
+        raise ValueError(f"{config_path} is damaged: parameter {exc}") from exc
+    fitted = saved.fitted
+    if saved.params["threshold"] != "auto" and fitted["threshold_"] != float(saved.params["threshold"]):
+        raise ValueError(f"{config_path} is damaged or was edited: params.threshold is {saved.params['threshold']!r} "
+                         f"but the fitted threshold_ is {fitted['threshold_']!r}")
+    if encoder is None and fitted["data_dim_"] != estimator.hidden_dim:
+        raise ValueError(f"{config_path} is damaged: fitted data_dim_ = {fitted['data_dim_']} but hidden_dim = "
+                         f"{estimator.hidden_dim}")
+    model = build_model(ModelSpec.from_params(estimator.get_params(deep=False)),
+                        n_features=int(fitted["n_features_in_"]), n_labels=int(fitted["n_labels_"]),
+                        encoder=encoder, data_dim=int(fitted["data_dim_"]))
+    saved.load_weights(model)
+    student = None
+    share = fitted["report_"]["student"].choice
+    if share is not None:
+        student = LabelStudent(copy.deepcopy(model.data_encoder), int(fitted["data_dim_"]), int(fitted["n_labels_"]))
+        saved.load_weights(student, student=True)
+        student = student.to(dev).eval()
+    for name in FITTED_FIELDS:
+        if fitted[name] is not None or name not in ("feature_names_in_", "label_names_in_"):
+            setattr(estimator, name, fitted[name])
+    estimator.model_, estimator.student_, estimator._student_share = model.to(dev).eval(), student, share
+    estimator.device_ = dev
+    return estimator
 
 
 def _weights_entry(config: dict[str, Any], key: str, file_name: str, config_path: Path) -> str:
@@ -264,14 +323,16 @@ def _read_config(path: Path) -> dict[str, Any]:
         raise ValueError(f"{config_path} is not an LSNPC config (format field is {config.get('format')!r})"
                          if isinstance(config, dict) else f"{config_path} is not an LSNPC config")
     version = config.get("format_version")
-    if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise ValueError(f"{config_path} has format_version {version!r}; this lsnpc reads versions "
-                         f"{', '.join(map(str, READABLE_VERSIONS))} (a newer lsnpc wrote it?)")
-    required = ("params", "fitted", "encoder") + (("weights", "config_sha256") if version >= 2 else ())
-    for key in required:
+    if isinstance(version, int) and not isinstance(version, bool) and version < FORMAT_VERSION:
+        raise ValueError(f"{config_path} was written by an older lsnpc (format version {version}); this lsnpc "
+                         f"reads version {FORMAT_VERSION}: fit the corrector again")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise ValueError(f"{config_path} has format_version {version!r}; this lsnpc reads version {FORMAT_VERSION} "
+                         "(a newer lsnpc wrote it?)")
+    for key in ("params", "fitted", "encoder", "weights", "config_sha256"):
         if key not in config:
             raise ValueError(f"{config_path} is incomplete: missing {key!r}")
-    if version >= 2 and config["config_sha256"] != _config_digest(config):
+    if config["config_sha256"] != _config_digest(config):
         raise ValueError(f"{config_path} is damaged or was edited: its content does not match its config_sha256")
     if not isinstance(config["params"], dict) or not isinstance(config["fitted"], dict):
         raise ValueError(f"{config_path} is damaged: 'params' and 'fitted' must be JSON objects")
@@ -284,17 +345,24 @@ def _is_int(value: Any, low: int, high: float = math.inf) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool) and low <= value <= high
 
 
-def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
-    """The fitted fields of a config, each checked for its type and range (ValueError naming it)."""
-    raw = {"student_info_": None, **raw}  # saved before correctors had a student
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_fitted(raw: dict[str, Any], params: dict[str, Any], config_path: Path) -> dict[str, Any]:
+    """The fitted fields of a config, each checked for its type and range, and against each other and the
+    report (a ValueError naming the field)."""
     missing = [name for name in FITTED_FIELDS if name not in raw]
-    if missing:
-        raise ValueError(f"{config_path} is incomplete: fitted fields {', '.join(missing)} are missing")
+    unknown = sorted(set(raw) - set(FITTED_FIELDS))
+    if missing or unknown:
+        raise ValueError(f"{config_path} is damaged: fitted fields "
+                         + "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",
+                                                       f"unknown {', '.join(unknown)}" if unknown else "") if part))
 
     def bad(name: str, what: str) -> ValueError:
         return ValueError(f"{config_path} is damaged: fitted field {name} must be {what}, got {raw[name]!r:.80}")
 
-    fitted = {name: raw[name] for name in FITTED_FIELDS}
+    fitted = dict(raw)
     for name in ("n_features_in_", "n_labels_", "data_dim_", "epochs_"):
         if not _is_int(fitted[name], 1):
             raise bad(name, "a positive integer")
@@ -308,15 +376,36 @@ def _check_fitted(raw: dict[str, Any], config_path: Path) -> dict[str, Any]:
     if math.prod(shape) != fitted["n_features_in_"]:
         raise bad("input_shape_", f"a shape of n_features_in_ = {fitted['n_features_in_']} values")
     fitted["input_shape_"] = tuple(shape)
-    if not isinstance(fitted["selection_"], str):
-        raise bad("selection_", "a string")
+    if fitted["selection_"] not in ("val_f1", "noisy_f1", "noisy_elbo", "last"):
+        raise bad("selection_", "one of 'val_f1', 'noisy_f1', 'noisy_elbo', 'last'")
     if not isinstance(fitted["history_"], list) or not all(isinstance(h, dict) for h in fitted["history_"]):
         raise bad("history_", "a list of objects")
-    info = fitted["student_info_"]
-    if info is not None:
-        if not isinstance(info, dict):
-            raise bad("student_info_", "an object or null")
-        weight = info.get("weight")  # the student's share of the output: prediction reads it from here
-        if not (_is_number(weight) and 0 <= weight <= 1):
-            raise bad("student_info_", 'an object whose "weight" is a number in [0, 1]')
-    return fitted  # guard_ is checked by GuardDecision.from_dict
+    if not (_is_number(fitted["base_weight_"]) and 0 <= fitted["base_weight_"] <= 1):
+        raise bad("base_weight_", "a number in [0, 1]")
+    if not (_is_number(fitted["threshold_"]) and 0 < fitted["threshold_"] <= 1):
+        raise bad("threshold_", "a number in (0, 1]")
+    for name, width in (("feature_names_in_", fitted["n_features_in_"]), ("label_names_in_", fitted["n_labels_"])):
+        names = fitted[name]
+        if names is None:
+            continue
+        if not isinstance(names, list) or len(names) != width or not all(isinstance(n, str) for n in names):
+            raise bad(name, f"null or a list of {width} strings")
+        fitted[name] = np.asarray(names, dtype=object)
+    try:
+        report = FitReport.from_dict(fitted["report_"])
+    except ValueError as exc:
+        raise ValueError(f"{config_path} is damaged: {exc}") from exc
+    share = report["student"].choice
+    agree = {"base_weight_": report["blend"].choice, "threshold_": report["threshold"].choice,
+             "best_epoch_": report["epoch"].choice, "selection_": report["epoch"].method}
+    for name, value in agree.items():
+        if fitted[name] != value:
+            raise ValueError(f"{config_path} is damaged or was edited: fitted {name} = {fitted[name]!r} but the "
+                             f"report says {value!r}")
+    if share is not None and not (_is_number(share) and 0 <= share <= 1):
+        raise ValueError(f"{config_path} is damaged: the report's student share must be null or a number in [0, 1]")
+    if (share is not None) != bool(params.get("student")):
+        raise ValueError(f"{config_path} is damaged or was edited: params.student is {params.get('student')!r} but "
+                         f"the report {'has' if share is not None else 'has no'} student")
+    fitted["report_"] = report
+    return fitted

@@ -4,7 +4,7 @@ After the latent-shift model is trained, its posterior E[y | x, ŷ] (eq. 9) rela
 rows; the student — a copy of the corrector's trained data encoder with a fresh BatchNorm + linear head
 — is then fitted to those soft labels (binary cross-entropy). At prediction the estimator averages the
 student's probabilities with the post-hoc correction of the base model's probabilities (½ each; a
-share of ¾ for the student was measured and reverted: docs/quality.md, "The student's share of the output").
+share of ¾ for the student was measured and not kept).
 
 Why: the post-hoc correction reads the base model's test probabilities, which carry its memorised
 noise; the student learns from the denoised training labels directly, and the two err differently, so

@@ -30,7 +30,7 @@ import numpy as np
 from .._validation import check_multilabel, check_probabilities, check_same_n_samples
 from .scores import f1_scores
 
-__all__ = ["DEFAULT_THRESHOLDS", "SCORINGS", "ThresholdCurve", "tune_threshold", "count_threshold",
+__all__ = ["DEFAULT_THRESHOLDS", "SCORINGS", "ThresholdCurve", "tune_threshold", "within_count", "count_threshold",
            "check_thresholds"]
 
 #: The grid :func:`tune_threshold` searches by default: 0.2, 0.225, ..., 0.5.
@@ -142,19 +142,23 @@ def tune_threshold(
     return ThresholdCurve(threshold=chosen, thresholds=grid, scores=scores, scoring=name, n_rows=len(y))
 
 
+def within_count(output: np.ndarray, expected_count: float, thresholds: Sequence[float], *,
+                 floor: float) -> tuple[float, ...]:
+    """The thresholds of ``thresholds`` from ``floor`` up at which ``output`` (n, L) predicts no more labels a row,
+    on average, than ``expected_count``, ascending; the grid's top (its highest threshold) is always among them.
+
+    A lower threshold adds labels the data never had: where no clean label scores the choice, it keeps to a count
+    known from elsewhere (the noisy labels', or the base model's expected count).
+    """
+    top = max(thresholds)
+    return tuple(t for t in sorted(thresholds)
+                 if t == top or (t >= floor and float((output >= t).sum(1).mean()) <= expected_count + 1e-12))
+
+
 def count_threshold(output: np.ndarray, expected_count: float, thresholds: Sequence[float], *,
                     floor: float) -> tuple[float, dict[str, Any]]:
-    """The lowest threshold of ``thresholds`` from ``floor`` up at which ``output`` (n, L) predicts no more
-    labels a row, on average, than ``expected_count``; the grid's top (the highest threshold) when none does.
-
-    Returns (threshold, evidence): evidence holds ``expected_count``, ``floor`` and ``predicted_count``, the
-    labels a row at the threshold chosen. A lower threshold adds labels the data never had: this keeps to the
-    count where no labelled row can score the choice.
-    """
-    grid = [t for t in sorted(thresholds) if t >= floor]
-    top = max(thresholds)
-    counts = {t: float((output >= t).sum(1).mean()) for t in grid}
-    within = [t for t in grid if counts[t] <= expected_count + 1e-12]
-    chosen = min(within) if within else top
-    predicted = counts.get(chosen, float((output >= chosen).sum(1).mean()))
+    """The lowest of :func:`within_count`: (threshold, evidence), the evidence holding ``expected_count``,
+    ``floor`` and ``predicted_count`` (the labels a row at the threshold chosen)."""
+    chosen = within_count(output, expected_count, thresholds, floor=floor)[0]
+    predicted = float((output >= chosen).sum(1).mean())
     return chosen, {"expected_count": float(expected_count), "floor": float(floor), "predicted_count": predicted}

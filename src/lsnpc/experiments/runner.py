@@ -245,10 +245,9 @@ def _run_processor(
         selection = str(getattr(processor, "selection_", "none (no model selection)"))
         history = getattr(processor, "history_", None)
     predict_s = time.perf_counter() - start
-    # labels as the processor's predict decides them: LSNPC's fitted decision threshold (rule 26) and the rare
-    # labels' own (rules 43 and 44), else 0.5
+    # labels as the processor's predict decides them: LSNPC's fitted decision threshold, else 0.5
     threshold = float(getattr(processor, "threshold_", 0.5))
-    metrics = evaluate(data.Y_clean["test"], corrected, threshold=getattr(processor, "label_thresholds_", threshold))
+    metrics = evaluate(data.Y_clean["test"], corrected, threshold=threshold)
     row: dict[str, Any] = {
         **run.flat(),
         **{k: float(v) for k, v in metrics.items()},

@@ -269,14 +269,14 @@ def corrected_cams(
     The Monte-Carlo draws are the model's own (those of ``predict_proba``); ``seed`` / ``n_samples``
     (default ``corrector.n_samples``) draw another design instead.
 
-    The map explains the correction itself: the guard's blend α · corrected + (1 − α) · base scales
-    its dependence on the image by α, which the normalisation removes; with α = 0 (the guard hands
-    back the base model) a warning says the correction is not what ``predict_proba`` returns.
+    The map explains the correction itself: the blend (1 − w) · corrected + w · base scales its
+    dependence on the image by 1 − w, which the normalisation removes; with w = 1 (the fit handed back
+    the base model, ``base_weight_``) a warning says the correction is not what ``predict_proba`` returns.
     """
     x, noisy, model, draws = _prepare(corrector, images, pred_probs, n_samples, seed)
     target = _find_layer(model.data_encoder, layer)
-    if corrector.guard_.blend == 0.0:
-        warnings.warn("the guard hands back the base model's probabilities (guard_ blend 0): these maps "
+    if corrector.base_weight_ == 1.0:
+        warnings.warn("the fit hands back the base model's probabilities (base_weight_ 1): these maps "
                       "explain a correction that predict_proba does not return", UserWarning, stacklevel=2)
 
     def score(images_: torch.Tensor) -> torch.Tensor:
