@@ -155,3 +155,18 @@ def test_not_a_saved_classifier(tmp_path: Path) -> None:
     (tmp_path / "other" / "config.json").write_text(json.dumps({"format": "lsnpc"}))
     with pytest.raises(ValueError, match="expected 'lsnpc-classifier'"):
         MLPClassifier.load(tmp_path / "other")
+
+
+def test_a_path_with_a_tilde_is_in_the_home_folder(mlp, data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    mlp.save("~/model")
+    assert (home / "model" / "config.json").is_file()
+    assert list(work.iterdir()) == [], "no folder literally named '~'"
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        mlp.save("~/model")
+    X, _ = data
+    np.testing.assert_array_equal(MLPClassifier.load("~/model").predict_proba(X), mlp.predict_proba(X))

@@ -246,6 +246,22 @@ def test_save_and_load_round_trip(scene, tmp_path: Path) -> None:
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
+def test_save_and_load_read_a_tilde_as_the_home_folder(scene, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    model = CorrectedLabelsClassifier(small_mlp(), post_hoc=False, corrector_params=FAST_LSNPC, random_state=0)
+    model.fit(scene["X"][:120], scene["Yn"][:120])
+    model.save("~/m")
+    assert (home / "m" / "config.json").is_file() and list(work.iterdir()) == []
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        model.save("~/m")
+    np.testing.assert_array_equal(CorrectedLabelsClassifier.load("~/m").predict_proba(scene["Xt"]),
+                                  model.predict_proba(scene["Xt"]))
+
+
 def test_a_single_kept_candidate_saves_only_its_parts(scene, tmp_path: Path) -> None:
     model = CorrectedLabelsClassifier(small_mlp(), corrector_params=FAST_LSNPC, random_state=0, min_gain_se=0)
     model.fit(scene["X"][:200], scene["Yn"][:200], X_val=scene["Xv"], y_val=scene["Yv"])

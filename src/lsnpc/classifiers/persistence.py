@@ -22,8 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from lsnpc._io import atomic_directory, atomic_write_json
-from lsnpc._saving import CONFIG_NAME, check_target, read_config, read_tensors, seal, write_tensors
+from lsnpc._io import atomic_write_json, user_path
+from lsnpc._saving import (
+    CONFIG_NAME,
+    check_target,
+    read_config,
+    read_tensors,
+    saved_folder,
+    seal,
+    write_tensors,
+)
 
 __all__ = ["FORMAT", "save_classifier", "load_classifier"]
 
@@ -58,9 +66,9 @@ def save_classifier(model: Any, path: str | Path, *, classes: Mapping[str, type]
         raise ValueError(f"save writes lsnpc's own classifiers ({', '.join(classes)}), not {name}")
     fitted = {field: getattr(model, field) for field in _FITTED}
     arrays = {f"{_ARRAY_PREFIX}{field}": np.asarray(getattr(model, field)) for field in model._fitted_arrays}
-    target = Path(path)
-    check_target(target, fmt=FORMAT, what="classifier", overwrite=overwrite)
-    with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
+    target = user_path(path)
+    check_target(target, fmt=FORMAT, what="classifier", overwrite=overwrite, owned=OWNED_FILES)
+    with saved_folder(target, owned=OWNED_FILES, overwrite=overwrite) as tmp:
         tensors = {**model.network_.state_dict(), **arrays}
         sha = write_tensors(tmp / WEIGHTS_NAME, tensors, fmt=FORMAT)
         config = {"format": FORMAT, "format_version": FORMAT_VERSION, "lsnpc_version": __version__, "class": name,
@@ -101,7 +109,7 @@ def load_classifier(path: str | Path, *, classes: Mapping[str, type], device: st
     ValueError that says what."""
     from lsnpc._torch import resolve_device, seeded
 
-    folder = Path(path)
+    folder = user_path(path)
     config = read_config(folder, fmt=FORMAT, versions=(FORMAT_VERSION,), what="classifier")
     config_path = folder / CONFIG_NAME
     cls = classes.get(config.get("class"))

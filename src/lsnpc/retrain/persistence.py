@@ -23,13 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_directory, atomic_write_json
+from .._io import atomic_write_json, user_path
 from .._saving import (
-    CONFIG_NAME, check_file, check_target, file_digest, read_config, read_tensors, seal, write_tensors,
+    CONFIG_NAME,
+    check_file,
+    check_target,
+    file_digest,
+    read_config,
+    read_tensors,
+    saved_folder,
+    seal,
+    write_tensors,
 )
 from .selection import RetrainReport
 
-__all__ = ["FORMAT", "save_retrained", "load_retrained"]
+__all__ = ["FORMAT", "check_save_target", "save_retrained", "load_retrained"]
 
 FORMAT = "lsnpc-retrained"
 FORMAT_VERSION = 1
@@ -58,6 +66,15 @@ def _owned_by_existing(path: Path) -> set[str]:
         return set()
 
 
+def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
+    """Raise FileExistsError, saying what to do, where :func:`save_retrained` would refuse ``path`` (before a
+    long fit): a folder that is not a saved estimator, one without ``overwrite``, a file, a link, the current
+    folder or a parent of it. The save itself checks again."""
+    target = user_path(path)
+    check_target(target, fmt=FORMAT, what=_WHAT, overwrite=overwrite,
+                 owned={CONFIG_NAME, ARRAYS_NAME, *_owned_by_existing(target)})
+
+
 def save_retrained(model: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``model`` (fitted) to the folder ``path`` atomically; return the path."""
     from .. import __version__
@@ -70,8 +87,8 @@ def save_retrained(model: Any, path: str | Path, *, overwrite: bool = False) -> 
                              f"{type(kept).__qualname__}: save it with its own tools (e.g. skops for scikit-learn) "
                              "and labels_ with numpy")
     params = _params(model)
-    target = Path(path)
-    check_target(target, fmt=FORMAT, what=_WHAT, overwrite=overwrite)
+    target = user_path(path)
+    check_save_target(target, overwrite=overwrite)
     with tempfile.TemporaryDirectory() as staging:
         parts = {**{f"model-{k}": v for k, v in model.models_.items()},
                  **{f"corrector-{k}": v for k, v in model.correctors_.items()}}
@@ -80,7 +97,7 @@ def save_retrained(model: Any, path: str | Path, *, overwrite: bool = False) -> 
             part.save(Path(staging) / name)
             files.update({f"{name}.{f.name}": f for f in sorted((Path(staging) / name).iterdir())})
         owned = {CONFIG_NAME, ARRAYS_NAME, *files, *_owned_by_existing(target)}
-        with atomic_directory(target, owned=owned, replace=overwrite) as tmp:
+        with saved_folder(target, owned=owned, overwrite=overwrite) as tmp:
             digests = {ARRAYS_NAME: write_tensors(tmp / ARRAYS_NAME, {
                 "labels_": model.labels_, "train_rows_": model.train_rows_.astype(np.uint8),
                 "oof_probs_": model.oof_probs_}, fmt=FORMAT)}
@@ -103,7 +120,7 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
     from ..classifiers.persistence import load_classifier
     from ..corrector import LSNPC
 
-    folder = Path(path)
+    folder = user_path(path)
     config = read_config(folder, fmt=FORMAT, versions=(FORMAT_VERSION,), what=_WHAT)
     config_path = folder / CONFIG_NAME
     files, params, fitted = config.get("files"), config.get("params"), config.get("fitted")
