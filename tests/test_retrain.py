@@ -504,6 +504,13 @@ def test_cli_retrain_names_its_flags_in_errors(scene_files: Path) -> None:
     np.save(scene_files / "X300.npy", np.load(scene_files / "X.npy")[:300])
     result = lsnpc_cli("retrain", "--features", "X300.npy", "--labels", "Y.csv", "--out", "m", cwd=scene_files)
     assert result.returncode == 1 and "--features has 300, --labels has 360" in " ".join(result.stderr.split())
+    # an output that is an input, or a file, is refused before any training
+    for out, message in (("X.npy", "is also --features"), ("Y.csv", "is also --labels"),
+                         ("Yv0.npy", "is not a folder")):
+        result = lsnpc_cli("retrain", "--features", "X.npy", "--labels", "Y.csv", "--out", out, "--force",
+                           cwd=scene_files)
+        assert result.returncode == 1 and message in " ".join(result.stderr.split()), result.stderr
+    assert np.load(scene_files / "Yv0.npy").shape == (60, 6)
 
 
 def test_cli_correct_labels_writes_them_and_never_overwrites_an_input(scene, scene_files: Path) -> None:
@@ -532,8 +539,8 @@ def test_cli_correct_labels_writes_them_and_never_overwrites_an_input(scene, sce
     np.testing.assert_array_equal(written.to_numpy(), correct_labels(scene["Yn"], P, features=scene["X"], random_state=0))
     np.testing.assert_array_equal(written.to_numpy(), fixed)  # the same probabilities the command computed
 
-    for out, force, message in (("fixed.npy", False, "--force"), ("Y.csv", True, "never overwritten"),
-                                ("X.npy", True, "never overwritten")):
+    for out, force, message in (("fixed.npy", False, "--force"), ("Y.csv", True, "is also --labels"),
+                                ("X.npy", True, "never writes over its own input")):
         result = lsnpc_cli("correct-labels", "--features", "X.npy", "--labels", "Y.csv", "--probs", "P.npy", "--out",
                            out, *(["--force"] if force else []), cwd=scene_files)
         assert result.returncode == 1 and message in result.stderr, result.stderr

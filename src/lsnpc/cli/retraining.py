@@ -10,12 +10,14 @@ import typer
 from ._app import (
     JSON_OPTION,
     THREADS_HELP,
+    _check_device,
     _check_label_arrays,
     _console,
     _print_json,
     _progress,
     _read,
     _refuse_existing,
+    _refuse_input_as_output,
     _user_errors,
     app,
 )
@@ -55,13 +57,15 @@ def retrain(
     clean --val-* rows find it clearly better, at the threshold chosen there (0.5 without --val-*). The
     summary says what was kept and how it scored against the MLP trained on --labels.
     """
-    from lsnpc._saving import check_target
     from lsnpc.classifiers import MLPClassifier
     from lsnpc.retrain import CorrectedLabelsClassifier
-    from lsnpc.retrain.persistence import FORMAT
+    from lsnpc.retrain.persistence import check_save_target
 
+    _refuse_input_as_output("--out", out, {"--features": features, "--labels": labels,
+                                           "--val-features": val_features, "--val-labels": val_labels})
+    _check_device(device)
     try:
-        check_target(out, fmt=FORMAT, what="CorrectedLabelsClassifier", overwrite=force)  # before the training
+        check_save_target(out, overwrite=force)  # before the training, not after
     except FileExistsError as exc:
         raise FileExistsError(f"--out: {exc}") from None
     if (val_features is None) != (val_labels is None):
@@ -119,10 +123,8 @@ def correct_labels(
     from lsnpc.label_issues import correct_labels as correct
 
     array_format(out, "--out")
-    inputs = {"--features": features, "--labels": labels, "--probs": probs}
-    for flag, path in inputs.items():
-        if path is not None and out.exists() and path.exists() and out.resolve() == path.resolve():
-            raise ValueError(f"--out is {flag}'s file: an input is never overwritten; choose another path")
+    _refuse_input_as_output("--out", out, {"--features": features, "--labels": labels, "--probs": probs})
+    _check_device(device)
     _refuse_existing(out, force)
     steps = ["reading the arrays", "out-of-fold probabilities", "correcting the labels", "writing them"]
     with _progress(steps[0], unit="steps") as update:
