@@ -112,10 +112,10 @@ def test_a_saved_model_predicts_with_the_student_share_it_was_fitted_with(
     file."""
     import json
 
-    from lsnpc.corrector.persistence import _config_digest
+    from lsnpc._saving import config_digest
 
     def write(config: dict) -> None:  # a consistent saved file with that share, digest included
-        config_path.write_text(json.dumps({**config, "config_sha256": _config_digest(config)}))
+        config_path.write_text(json.dumps({**config, "config_sha256": config_digest(config)}))
 
     X, P = noisy_problem["X"], noisy_problem["P"]
     model = LSNPC(random_state=0, guard=False, **FAST).fit(X[:200], P[:200])

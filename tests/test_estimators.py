@@ -13,7 +13,9 @@ import pytest
 import torch
 from sklearn.base import BaseEstimator, clone
 
-from lsnpc import ADDGCN, HLC, LSNPC, KNNCorrector, MLPClassifier, NotFittedError, NPCCorrector
+from lsnpc import (
+    ADDGCN, HLC, LSNPC, CorrectedLabelsClassifier, KNNCorrector, MLPClassifier, NotFittedError, NPCCorrector,
+)
 from tests.conftest import make_toy_multilabel
 
 
@@ -41,6 +43,9 @@ CASES = {
     "HLC": Case(lambda **kw: HLC(**{"hidden_dim": 8, "epochs": 3, "start": 1, **kw}), corrector=False),
     "KNNCorrector": Case(lambda **kw: KNNCorrector(**{"n_neighbors": 3, **kw}), corrector=True),
     "NPCCorrector": Case(lambda **kw: NPCCorrector(**{"hidden_dim": 8, "epochs": 2, **kw}), corrector=True),
+    # estimator=None: lsnpc's MLP, so that deep and shallow parameters agree as for the others
+    "CorrectedLabelsClassifier": Case(lambda **kw: CorrectedLabelsClassifier(
+        **{"corrector_params": {"epochs": 2, "warm_start": False}, **kw}), corrector=False),
 }
 NAMES = sorted(CASES)
 

@@ -32,6 +32,8 @@ _EXPORTS: dict[str, str] = {
     "cross_val_pred_probs": "lsnpc.model_selection",
     "tune_threshold": "lsnpc.corrector.threshold",
     "ThresholdCurve": "lsnpc.corrector.threshold",
+    "CorrectedLabelsClassifier": "lsnpc.retrain",
+    "RetrainReport": "lsnpc.retrain",
 }
 _SUBMODULES = {"noise", "metrics", "data", "features", "classifiers", "baselines", "experiments"}
 

@@ -27,5 +27,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'lsnpc.classifiers' has no attribute {name!r}")
 
 
+def classifier_classes() -> dict[str, type]:
+    """lsnpc's classifiers by name: the only classes a saved classifier may be loaded as."""
+    return {name: __getattr__(name) for name in _MODULES}
+
+
 def __dir__() -> list[str]:
     return __all__

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,8 @@ class NetClassifier(BaseEstimator):
 
     #: allowed ``ndim`` of X; (2,) means (n, d) feature vectors only
     _input_ndims: tuple[int, ...] = (2,)
+    #: fitted array attributes beyond the network that :meth:`save` writes (HLC's corrected labels)
+    _fitted_arrays: tuple[str, ...] = ()
 
     # -- hooks ------------------------------------------------------------------------------------
     def _check_params(self) -> None:
@@ -281,3 +284,29 @@ class NetClassifier(BaseEstimator):
         """0/1 predictions (n_samples, n_labels), int64: probability >= ``threshold``."""
         check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0)
         return (self.predict_proba(X) >= threshold).astype(np.int64)
+
+    # -- persistence ------------------------------------------------------------------------------
+    def save(self, path: str | Path, *, overwrite: bool = False) -> None:
+        """Write the fitted classifier to the folder ``path``: its network's weights as safetensors and its
+        parameters and fitted fields as JSON, both checksummed (:mod:`lsnpc.classifiers.persistence`).
+
+        The write is atomic; an existing saved classifier at ``path`` is replaced only with
+        ``overwrite=True``, and any other existing folder or file is never replaced (FileExistsError).
+        """
+        from lsnpc.classifiers import classifier_classes
+        from lsnpc.classifiers.persistence import save_classifier
+
+        save_classifier(self, path, classes=classifier_classes(), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path, *, device: str = "cpu") -> "NetClassifier":
+        """Load a classifier written by :meth:`save` onto ``device``; never unpickles. Every part is checked
+        (checksums, parameters, fitted fields, the weights' names and shapes); anything damaged raises one
+        ValueError saying what. Called on a class, the folder must hold that class."""
+        from lsnpc.classifiers import classifier_classes
+        from lsnpc.classifiers.persistence import load_classifier
+
+        model = load_classifier(path, classes=classifier_classes(), device=device)
+        if cls is not NetClassifier and not isinstance(model, cls):
+            raise ValueError(f"{str(path)!r} holds a saved {type(model).__name__}, not a {cls.__name__}")
+        return model

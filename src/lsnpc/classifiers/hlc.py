@@ -141,6 +141,8 @@ class HLC(ADDGCN):
         As for :class:`ADDGCN`.
     """
 
+    _fitted_arrays = ("n_corrected_", "corrected_labels_")
+
     def __init__(
         self,
         hidden_dim: int = 256,

@@ -21,7 +21,6 @@ lsnpc (format versions 1 and 2) are refused with a message to fit again: their d
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -36,7 +35,17 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from .._io import atomic_directory, atomic_write_json, check_replaceable, user_path
+from .._io import atomic_write_json, user_path
+from .._saving import (
+    CONFIG_NAME,
+    check_target,
+    config_digest,
+    file_digest,
+    jsonable,
+    saved_folder,
+    saved_format,
+    seal,
+)
 from .._torch import resolve_device
 from .config import ModelSpec, build_model
 from .report import FitReport
@@ -47,7 +56,6 @@ __all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector"
 
 FORMAT = "lsnpc"
 FORMAT_VERSION = 3
-CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 STUDENT_WEIGHTS_NAME = "student.safetensors"
 OWNED_FILES = (CONFIG_NAME, WEIGHTS_NAME, STUDENT_WEIGHTS_NAME)
@@ -64,43 +72,13 @@ FITTED_FIELDS = ("n_features_in_", "input_shape_", "n_labels_", "data_dim_", "ep
 _TUPLE_PARAMS = ("blend_candidates", "threshold_grid")
 
 
-def _jsonable(value: Any) -> Any:
-    """JSON-safe copy: tuples → lists, non-finite floats → None."""
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
-        return _jsonable(value.item())
-    return value
-
-
-def _config_digest(config: Mapping[str, Any]) -> str:
-    """SHA-256 of the config without its own digest, in one canonical JSON spelling."""
-    body = {k: v for k, v in config.items() if k != "config_sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _file_digest(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def _spec_json(params: Mapping[str, Any]) -> str:
-    return json.dumps(_jsonable({name: params.get(name) for name in _SPEC_PARAMS}), sort_keys=True)
+    return json.dumps(jsonable({name: params.get(name) for name in _SPEC_PARAMS}), sort_keys=True)
 
 
 def is_saved_corrector(path: str | Path) -> bool:
     """Whether ``path`` is a folder whose config.json says it is a saved LSNPC (of any version)."""
-    try:
-        config = json.loads((user_path(path) / CONFIG_NAME).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(config, dict) and config.get("format") == FORMAT
+    return saved_format(path) == FORMAT
 
 
 def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
@@ -108,18 +86,7 @@ def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
     non-empty folder that is not a saved model, a saved model without ``overwrite``, a saved model
     holding other files too, a file, a link, the current folder or a parent of it. Lets a caller check
     before a long fit."""
-    path = user_path(path)
-    cwd = Path.cwd().resolve()
-    # the current folder, links and files get their message from check_replaceable
-    if not path.is_symlink() and path.is_dir() and path.resolve() not in (cwd, *cwd.parents) and any(path.iterdir()):
-        if not is_saved_corrector(path):
-            raise FileExistsError(
-                f"{str(path)!r} exists and is not a saved LSNPC model (no {CONFIG_NAME} of format {FORMAT!r}); "
-                "it is never replaced: choose a new folder"
-            )
-        if not overwrite:
-            raise FileExistsError(f"{str(path)!r} already holds a saved LSNPC model; pass overwrite=True to replace it")
-    check_replaceable(path, OWNED_FILES)
+    check_target(path, fmt=FORMAT, what="LSNPC model", overwrite=overwrite, owned=OWNED_FILES)
 
 
 def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -151,11 +118,8 @@ def save_corrector(path: str | Path, *, estimator: Any, overwrite: bool = False)
     }
     target = user_path(path)
     check_save_target(target, overwrite=overwrite)
-    try:
-        with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
-            _write_corrector(tmp, config, estimator, params)
-    except FileExistsError as exc:  # another process saved there first: said in this function's words
-        raise FileExistsError(str(exc).replace("replace=True", "overwrite=True")) from None
+    with saved_folder(target, owned=OWNED_FILES, overwrite=overwrite) as tmp:
+        _write_corrector(tmp, config, estimator, params)
     return target
 
 
@@ -163,13 +127,12 @@ def _write_corrector(tmp: Path, config: dict[str, Any], estimator: Any, params: 
     """The weights files and config.json of ``estimator`` into the folder ``tmp``."""
     weights = tmp / WEIGHTS_NAME
     save_file(_cpu_state(estimator.model_), str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
-    config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
+    config["weights"] = {"file": WEIGHTS_NAME, "sha256": file_digest(weights)}
     if estimator.student_ is not None:
         student_weights = tmp / STUDENT_WEIGHTS_NAME
         save_file(_cpu_state(estimator.student_), str(student_weights), metadata={"format": FORMAT})
-        config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": _file_digest(student_weights)}
-    config = _jsonable(config)
-    config["config_sha256"] = _config_digest(config)
+        config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": file_digest(student_weights)}
+    config = seal(config)
     atomic_write_json(tmp / CONFIG_NAME, config)
 
 
@@ -195,7 +158,7 @@ class SavedCorrector:
         if not weights.is_file():
             raise ValueError(f"{str(self.path)!r} has no {weights.name}: the saved model is incomplete")
         expected_sha256 = self.student_sha256 if student else self.weights_sha256
-        if _file_digest(weights) != expected_sha256:
+        if file_digest(weights) != expected_sha256:
             raise ValueError(f"{weights} is damaged: its SHA-256 does not match the one in {CONFIG_NAME}")
         try:
             with safe_open(str(weights), framework="pt", device="cpu") as fh:
@@ -332,7 +295,7 @@ def _read_config(path: Path) -> dict[str, Any]:
     for key in ("params", "fitted", "encoder", "weights", "config_sha256"):
         if key not in config:
             raise ValueError(f"{config_path} is incomplete: missing {key!r}")
-    if config["config_sha256"] != _config_digest(config):
+    if config["config_sha256"] != config_digest(config):
         raise ValueError(f"{config_path} is damaged or was edited: its content does not match its config_sha256")
     if not isinstance(config["params"], dict) or not isinstance(config["fitted"], dict):
         raise ValueError(f"{config_path} is damaged: 'params' and 'fitted' must be JSON objects")

@@ -1,0 +1,266 @@
+"""How :class:`~lsnpc.retrain.CorrectedLabelsClassifier` chooses among its candidates, and its report.
+
+Every candidate is scored on the clean validation rows the same honest way: the rows are cut into
+``folds`` multilabel-stratified parts; each part is predicted at the threshold that
+:func:`lsnpc.tune_threshold` chooses on the *other* parts; the pooled predictions give the candidate's
+micro- and macro-F1. No row is scored at a threshold chosen with its own label, so a candidate whose
+probabilities merely fit the validation rows' thresholds better gains nothing from it, and all the
+candidates are judged on the same folds.
+
+The first candidate (the mean of the others) is kept unless another beats it by ``min_gain_se`` bootstrap
+standard errors of the paired difference in micro-F1 *and* in macro-F1; of those that do, the best score
+is kept. The kept candidate's decision threshold is then chosen on all the validation rows.
+
+The candidates were trained without the validation rows (the post-hoc LSNPC too: the noisy training
+labels choose its epoch), so the scores are out-of-sample for every one of them.
+
+Torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..corrector.threshold import tune_threshold
+from ..metrics import macro_f1, micro_f1
+from ..model_selection import multilabel_folds
+
+__all__ = ["CANDIDATES", "CandidateScore", "RetrainReport", "cross_fitted_scores", "choose"]
+
+#: The candidates: the mean of the others' probabilities (kept unless one of them is clearly better), the
+#: model trained on the given labels, the model retrained on the corrected labels, each followed by LSNPC.
+CANDIDATES = ("mean", "noisy", "retrained", "noisy+lsnpc", "retrained+lsnpc")
+#: Bootstrap resamples of the validation rows behind the standard errors.
+N_BOOTSTRAP = 500
+_WORDS = {"mean": "the mean of the models' probabilities",
+          "noisy": "the model trained on the given labels",
+          "retrained": "the model retrained on the corrected labels",
+          "noisy+lsnpc": "the model trained on the given labels, corrected by LSNPC",
+          "retrained+lsnpc": "the model retrained on the corrected labels, corrected by LSNPC"}
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """One candidate's numbers on the validation rows.
+
+    Attributes
+    ----------
+    name : str
+        One of :data:`CANDIDATES`.
+    micro_f1, macro_f1 : float
+        Cross-fitted F1 in [0, 1]: each fold of the rows predicted at the threshold chosen on the others.
+    score : float
+        The scoring's value of those predictions (what the choice maximises; micro + macro by default).
+    threshold : float
+        The threshold :func:`lsnpc.tune_threshold` chooses on all the rows: the one ``predict`` uses if kept.
+    micro_se, macro_se : float
+        Bootstrap standard errors of this candidate's F1 minus the mean's, over the rows (0 for the mean).
+    """
+
+    name: str
+    micro_f1: float
+    macro_f1: float
+    score: float
+    threshold: float
+    micro_se: float
+    macro_se: float
+
+
+@dataclass(frozen=True)
+class RetrainReport:
+    """What :meth:`CorrectedLabelsClassifier.fit <lsnpc.CorrectedLabelsClassifier.fit>` decided, and the
+    numbers that decided it.
+
+    Attributes
+    ----------
+    kept : str
+        The candidate whose predictions the estimator gives (one of :data:`CANDIDATES`).
+    components : tuple of str
+        The candidates whose probabilities the output averages: those the mean was made of, or the kept one.
+    threshold : float
+        The decision threshold of ``predict``: the kept candidate's, or 0.5 without validation rows.
+    candidates : tuple of CandidateScore
+        Every candidate compared, in :data:`CANDIDATES` order; empty without validation rows.
+    val_rows : int
+        The clean validation rows that scored them (0: none given; the retrained model is kept).
+    folds : int
+        The parts those rows were cut into (0 without them).
+    scoring : str
+        What the choice maximised.
+    labels_changed : int
+        Entries of the training labels the correction changed.
+    n_entries : int
+        All entries of the training labels (rows × labels).
+    rows_trained : int
+        The rows the retrained model was trained on (``changed_rows="drop"``: those the correction left
+        unchanged).
+    n_rows : int
+        All training rows.
+    """
+
+    kept: str
+    components: tuple[str, ...]
+    threshold: float
+    candidates: tuple[CandidateScore, ...]
+    val_rows: int
+    folds: int
+    scoring: str
+    labels_changed: int
+    n_entries: int
+    rows_trained: int
+    n_rows: int
+
+    def candidate(self, name: str) -> CandidateScore:
+        """The scores of candidate ``name``; KeyError when it was not compared."""
+        for entry in self.candidates:
+            if entry.name == name:
+                return entry
+        raise KeyError(f"candidate {name!r} was not compared; compared: {[c.name for c in self.candidates]}")
+
+    @property
+    def gain_micro_f1(self) -> float | None:
+        """Cross-fitted validation micro-F1 of the kept candidate minus the noisy-trained model's (None
+        without validation rows)."""
+        return None if not self.candidates else self.candidate(self.kept).micro_f1 - self.candidate("noisy").micro_f1
+
+    @property
+    def gain_macro_f1(self) -> float | None:
+        """The same for macro-F1."""
+        return None if not self.candidates else self.candidate(self.kept).macro_f1 - self.candidate("noisy").macro_f1
+
+    def summary(self) -> str:
+        """The decision in a user's words."""
+        what = _WORDS[self.kept] + ("" if self.kept != "mean" else
+                                    " (" + "; ".join(_WORDS[c] for c in self.components) + ")")
+        changed = (f"the correction changed {self.labels_changed} of {self.n_entries} label entries "
+                   f"({self.labels_changed / max(1, self.n_entries):.1%}); the retrained model learnt from "
+                   f"{self.rows_trained} of {self.n_rows} rows")
+        if not self.candidates:
+            return f"kept {what} at threshold {self.threshold:g} (no validation rows to compare them on); {changed}"
+        kept, noisy = self.candidate(self.kept), self.candidate("noisy")
+        return (f"kept {what} at threshold {self.threshold:g}: on {self.val_rows} validation rows ({self.folds} "
+                f"folds, each at a threshold chosen on the others) micro-F1 {100 * kept.micro_f1:.1f} and macro-F1 "
+                f"{100 * kept.macro_f1:.1f}, against {100 * noisy.micro_f1:.1f} and {100 * noisy.macro_f1:.1f} for "
+                f"the model trained on the given labels ({100 * self.gain_micro_f1:+.1f} / "
+                f"{100 * self.gain_macro_f1:+.1f}); {changed}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types."""
+        out = asdict(self)
+        out["candidates"] = [asdict(c) for c in self.candidates]
+        out["components"] = list(self.components)
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RetrainReport:
+        """The report :meth:`to_dict` wrote; ValueError, naming the field, when one is missing or of the
+        wrong type."""
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"a report must be an object, got {type(raw).__name__}")
+        entries = raw.get("candidates")
+        if not isinstance(entries, list) or not all(isinstance(c, Mapping) for c in entries):
+            raise ValueError("report field candidates must be a list of objects")
+        candidates = tuple(_typed(CandidateScore, c) for c in entries)
+        components = raw.get("components")
+        if not isinstance(components, (list, tuple)) or not components or not all(
+                c in CANDIDATES[1:] for c in components):
+            raise ValueError(f"report field components must list some of {', '.join(CANDIDATES[1:])}, "
+                             f"got {components!r:.80}")
+        report = _typed(cls, {**raw, "candidates": candidates, "components": tuple(components)})
+        names = [c.name for c in candidates]
+        if report.kept not in CANDIDATES or any(n not in CANDIDATES for n in names) or (
+                names and report.kept not in names):
+            raise ValueError(f"report field kept ({report.kept!r}) or the candidates' names ({names}) are not "
+                             f"among {', '.join(CANDIDATES)}")
+        if report.components != (report.components if report.kept == "mean" else (report.kept,)):
+            raise ValueError(f"report field components ({list(report.components)}) must be the kept candidate "
+                             f"{report.kept!r} alone")
+        if not 0 < report.threshold <= 1:
+            raise ValueError(f"report field threshold must be in (0, 1], got {report.threshold!r}")
+        return report
+
+
+_TYPES = {"name": str, "kept": str, "scoring": str, "micro_f1": float, "macro_f1": float, "score": float,
+          "threshold": float, "micro_se": float, "macro_se": float, "components": None, "val_rows": int, "folds": int, "labels_changed": int, "n_entries": int, "rows_trained": int,
+          "n_rows": int}
+
+
+def _typed(cls: type, raw: Mapping[str, Any]) -> Any:
+    fields = list(cls.__dataclass_fields__)
+    values = {}
+    for field in fields:
+        if field not in raw:
+            raise ValueError(f"report field {field} is missing")
+        value = raw[field]
+        kind = _TYPES.get(field)
+        ok = kind is None or (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
+                              else isinstance(value, kind) and not isinstance(value, bool))
+        if not ok:
+            raise ValueError(f"report field {field} must be a {kind.__name__}, got {value!r:.60}")
+        values[field] = float(value) if kind is float else value
+    return cls(**values)
+
+
+def cross_fitted_predictions(
+    y_val: np.ndarray, probs: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]], *,
+    thresholds: Sequence[float], scoring: str | Callable[[np.ndarray, np.ndarray], float],
+) -> np.ndarray:
+    """0/1 predictions (n, L) of ``probs``: each fold's test part at the threshold tuned on its training part."""
+    pred = np.zeros(y_val.shape, dtype=np.int64)
+    for train, test in folds:
+        tuned = tune_threshold(y_val[train], probs[train], thresholds=thresholds, scoring=scoring)
+        pred[test] = tuned.predict(probs[test])
+    return pred
+
+
+def cross_fitted_scores(
+    y_val: np.ndarray, probs: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]], *,
+    thresholds: Sequence[float], scoring: str | Callable[[np.ndarray, np.ndarray], float],
+) -> tuple[float, float, float]:
+    """(micro-F1, macro-F1, score) of ``probs`` (n, L) against ``y_val`` (n, L), each fold's test part
+    predicted at the threshold tuned on its training part."""
+    pred = cross_fitted_predictions(y_val, probs, folds, thresholds=thresholds, scoring=scoring)
+    return (*_f1(y_val, pred), _score(y_val, pred, scoring))
+
+
+def _f1(y: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
+    return micro_f1(y, pred), macro_f1(y, pred)
+
+
+def _score(y: np.ndarray, pred: np.ndarray, scoring: str | Callable[[np.ndarray, np.ndarray], float]) -> float:
+    """The scoring's value of 0/1 predictions: read as probabilities at the one threshold 0.5."""
+    return float(tune_threshold(y, pred.astype(np.float32), thresholds=(0.5,), scoring=scoring).best_score)
+
+
+def choose(
+    y_val: np.ndarray, val_probs: Mapping[str, np.ndarray], *, n_folds: int, random_state: Any,
+    thresholds: Sequence[float], scoring: str | Callable[[np.ndarray, np.ndarray], float], min_gain_se: float = 1.0,
+) -> tuple[str, tuple[CandidateScore, ...], str]:
+    """Score each candidate of ``val_probs`` (name -> (n, L) probabilities on the validation rows; the first
+    is the default) on the same folds; keep the default unless others beat it by ``min_gain_se`` bootstrap
+    standard errors in both micro- and macro-F1, then the best score of those. Returns (the kept name,
+    every candidate's scores, the scoring's name)."""
+    from ..corrector.scores import f1_scores, resample_weights
+
+    rng = np.random.default_rng(random_state)
+    folds = multilabel_folds(y_val, n_folds, rng)
+    weights = resample_weights(len(y_val), N_BOOTSTRAP, rng)
+    preds = {name: cross_fitted_predictions(y_val, probs, folds, thresholds=thresholds, scoring=scoring)
+             for name, probs in val_probs.items()}
+    default = next(iter(val_probs))
+    boot = {name: np.stack(f1_scores(y_val, pred, weights)) for name, pred in preds.items()}  # (2, resamples)
+    scores = []
+    for name, probs in val_probs.items():
+        micro_se, macro_se = (boot[name] - boot[default]).std(axis=1)
+        tuned = tune_threshold(y_val, probs, thresholds=thresholds, scoring=scoring)
+        scores.append(CandidateScore(name, *_f1(y_val, preds[name]), _score(y_val, preds[name], scoring),
+                                     tuned.threshold, float(micro_se), float(macro_se)))
+    first = scores[0]
+    clear = [s for s in scores[1:] if s.micro_f1 - first.micro_f1 > min_gain_se * s.micro_se
+             and s.macro_f1 - first.macro_f1 > min_gain_se * s.macro_se]
+    kept = max(clear, key=lambda s: s.score).name if clear else default  # max: the first of equal scores
+    return kept, tuple(scores), tuned.scoring
