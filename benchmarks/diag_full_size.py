@@ -16,6 +16,9 @@ Probes (``--probes``):
              against the decoder at z (the correction), ŷ fed as a Bernoulli sample per draw (eq. 9
              literally, 64 draws) instead of the probabilities, the latent's statistics, and on the train rows
              how the correction moves the entries the noise added or removed against those it left alone
+  readsp     does the correction read the base probabilities at all? The correction alone, scored with each test
+             row's P replaced by the training rows' mean ("readsp-mean") and by another row's P ("readsp-shuffled");
+             and the logits' spread from the data embedding against that from the latent
   betasum    the same with β · m / L: the weight that sums over labels and latent dimensions with the paper's
              β = 0.01 gives, where the objective averages (m = 64 latent dimensions, L labels)
   beta1e-4   β = 1e-4: the latent nearly free
@@ -46,67 +49,14 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 import bench_quality as bq
+import numpy as np
+from bench_full_size import prepare
 
-PROBES = ("corr", "betasum", "beta1e-4", "trunk", "semi", "learned", "ceiling")
+PROBES = ("corr", "readsp", "betasum", "beta1e-4", "trunk", "semi", "learned", "ceiling")
 BASES = ("protocol", "converged")
 WIDE_GRID = tuple(np.round(np.concatenate([np.arange(0.01, 0.2, 0.01), np.arange(0.2, 0.5001, 0.025)]), 4))
 EQ9_DRAWS = 64
-
-
-class ConvergedMLP:
-    """scikit-learn's MLPClassifier on standardised X, trained to convergence on the noisy labels (no early
-    stopping, no clean label); ``predict_proba`` (n, L) like the project's classifiers."""
-
-    def __init__(self, random_state: int) -> None:
-        self.random_state = random_state
-
-    def fit(self, X: np.ndarray, Y: np.ndarray) -> ConvergedMLP:
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.neural_network import MLPClassifier as SkMLP
-        from sklearn.preprocessing import StandardScaler
-        from threadpoolctl import threadpool_limits
-
-        self.scaler_ = StandardScaler().fit(X)
-        self.keep_ = Y.any(0) & ~Y.all(0)  # sklearn needs both classes in a column; constant columns stay constant
-        self.constant_ = Y.mean(0)
-        with threadpool_limits(1), warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            self.model_ = SkMLP(max_iter=200, random_state=self.random_state).fit(
-                self.scaler_.transform(X), Y[:, self.keep_])
-        return self
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        from threadpoolctl import threadpool_limits
-
-        out = np.tile(self.constant_, (len(X), 1)).astype(np.float32)
-        with threadpool_limits(1):
-            out[:, self.keep_] = self.model_.predict_proba(self.scaler_.transform(X))
-        return np.clip(out, 0.0, 1.0)
-
-
-def prepare(dataset: str, size: str, kind: str, rate: float, seed: int, base_kind: str, home: str,
-            text_pool: int, feature_cache: str | None) -> dict:
-    """bench_quality.prepare_setting, with the base model of ``base_kind``."""
-    import torch
-
-    torch.set_num_threads(1)
-    if base_kind == "protocol":
-        return bq.prepare_setting(dataset, size, kind, rate, seed, home, text_pool, feature_cache)
-    from lsnpc import simulate_noise
-    from lsnpc.data import paper_splits
-
-    X, Y, Xt, Yt = bq.load_arrays(dataset, home, text_pool, feature_cache)
-    if size != "full" and int(size) < len(X):
-        rows = np.sort(np.random.default_rng(10_000 + seed).choice(len(X), int(size), replace=False))
-        X, Y = X[rows], Y[rows]
-    split = paper_splits(len(X), random_state=seed)
-    tr = split["train"]
-    Y_noisy = simulate_noise(Y[tr], kind, rate, random_state=seed)[0] if rate > 0 else Y[tr].copy()
-    base = ConvergedMLP(seed).fit(X[tr], Y_noisy)
-    return dict(X=X, Y=Y, Xt=Xt, Yt=Yt, split=split, Y_noisy=Y_noisy, base=base)
 
 
 def scores(Y_val: np.ndarray, Q_val: np.ndarray, Y_test: np.ndarray, Q_test: np.ndarray, prefix: str = "") -> dict:
@@ -222,7 +172,7 @@ def fit_ceiling(L_fit: np.ndarray, Y_fit: np.ndarray, penalty: float, seed: int)
     import torch
 
     torch.manual_seed(seed)
-    n, L = L_fit.shape
+    L = L_fit.shape[1]
     A, T = torch.as_tensor(L_fit, dtype=torch.float32), torch.as_tensor(Y_fit, dtype=torch.float32)
     eye = torch.eye(L)
     W = eye.clone().requires_grad_(True)
@@ -281,6 +231,8 @@ def run_probe(s: dict, probe: str, seed: int) -> list[dict]:
         kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
     elif probe == "learned":
         params["latent"] = "learned"
+    elif probe == "readsp":
+        return _reads_p(s, seed, params, kwargs)
     started = time.perf_counter()
     corrector = LSNPC(**params).fit(X[tr], P_tr, **kwargs)
     seconds = time.perf_counter() - started
@@ -298,6 +250,37 @@ def run_probe(s: dict, probe: str, seed: int) -> list[dict]:
                 Y[v0], decoder_at(model, X[v0], P_v0, where), Yt, decoder_at(model, Xt, P_te, where))))
         rows.append(dict(probe="corr-eq9", **scores(Y[v0], eq9(model, X[v0], P_v0, seed), Yt,
                                                     eq9(model, Xt, P_te, seed))))
+    return rows
+
+
+def _reads_p(s: dict, seed: int, params: dict, kwargs: dict) -> list[dict]:
+    """The correction alone with the base probabilities it is fed replaced (see ``readsp`` in the docstring)."""
+    import torch
+
+    from lsnpc import LSNPC
+
+    X, Y, Xt, Yt = s["X"], s["Y"], s["Xt"], s["Yt"]
+    tr, v0 = s["split"]["train"], s["split"]["val0"]
+    P_tr, P_v0, _, P_te = s["P"]
+    corrector = LSNPC(**params).fit(X[tr], P_tr, **kwargs)
+    rng = np.random.default_rng(seed)
+    mean = P_tr.mean(0, keepdims=True)
+    rows = [dict(probe="readsp", **scores(Y[v0], corrector.predict_proba(X[v0], P_v0), Yt,
+                                          corrector.predict_proba(Xt, P_te)))]
+    for name in ("mean", "shuffled"):
+        fakes = [np.repeat(mean, len(P), 0) if name == "mean" else P[rng.permutation(len(P))] for P in (P_v0, P_te)]
+        rows.append(dict(probe=f"readsp-{name}", **scores(Y[v0], corrector.predict_proba(X[v0], fakes[0]), Yt,
+                                                          corrector.predict_proba(Xt, fakes[1]))))
+    model = corrector.model_.eval()
+    with torch.no_grad():
+        x, p = torch.as_tensor(Xt[:4096], dtype=torch.float32), torch.as_tensor(P_te[:4096], dtype=torch.float32)
+        h = model.data_encoder(x)
+        loc, _, _ = model.shift_encoder(h, model.label_encoder(p))
+        z = model.true_latent_encoder(loc)[0]
+        decoder = model.label_decoder
+        with_latent = decoder(h, z)
+        without = decoder(h, torch.zeros_like(z))
+    rows[0].update(logit_sd_total=float(with_latent.std(0).mean()), logit_sd_latent=float((with_latent - without).std(0).mean()))
     return rows
 
 
@@ -325,13 +308,26 @@ def run_setting(dataset, size, kind, rate, seed, base_kind, probes, home, text_p
     return rows
 
 
+def pct(value: float) -> str:
+    """A score ×100 with one decimal ("" for a missing one)."""
+    return "" if value is None or np.isnan(value) else f"{100 * value:.1f}"
+
+
+def _pair(row, name: str) -> str:
+    return f"{pct(row[f'{name}_micro'])} / {pct(row[f'{name}_macro'])}"
+
+
+def _delta(row, base, name: str) -> str:
+    return (f"{100 * (row[f'{name}_micro'] - base[f'{name}_micro']):+.1f} / "
+            f"{100 * (row[f'{name}_macro'] - base[f'{name}_macro']):+.1f}")
+
+
 def print_report(rows: list[dict]) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
     keys = ["dataset", "base", "kind", "rate"]
     df["noise"] = [("0%" if r == 0 else f"{bq.NOISE_NAMES.get(k, k)} {r:.0%}") for k, r in zip(df.kind, df.rate)]
-    pct = lambda v: f"{100 * v:.1f}" if pd.notna(v) else ""  # noqa: E731
     print("\nScores (test, ×100): micro / macro-F1 at the val0-tuned threshold (grid 0.2–0.5), the same on the wide "
           "grid (0.01–0.5), mAP; Δ against the base model's same number")
     print("| data set | base | noise | probe | tuned micro / macro | wide micro / macro | mAP | Δ tuned | Δ wide | Δ mAP "
@@ -340,12 +336,12 @@ def print_report(rows: list[dict]) -> None:
     for _, g in df.groupby(keys, sort=False):
         b = g[g.probe == "base"].iloc[0]
         for _, r in g.iterrows():
-            d = lambda a, c: f"{100 * (r[a] - b[a]):+.1f} / {100 * (r[c] - b[c]):+.1f}"  # noqa: E731
+            dmap = "" if r.probe == "base" else f"{100 * (r['map'] - b['map']):+.1f}"
             print(f"| {r.dataset} | {r.base} | {r.noise} | {r.probe} | {pct(r.tuned_micro)} / {pct(r.tuned_macro)} | "
                   f"{pct(r.wide_micro)} / {pct(r.wide_macro)} | {pct(r['map'])} | "
-                  f"{'' if r.probe == 'base' else d('tuned_micro', 'tuned_macro')} | "
-                  f"{'' if r.probe == 'base' else d('wide_micro', 'wide_macro')} | "
-                  f"{'' if r.probe == 'base' else f'{100 * (r.map - b.map):+.1f}'} | {r.mean_prob:.3f} | "
+                  f"{'' if r.probe == 'base' else _delta(r, b, 'tuned')} | "
+                  f"{'' if r.probe == 'base' else _delta(r, b, 'wide')} | "
+                  f"{dmap} | {r.mean_prob:.3f} | "
                   f"{r.sharpness:.3f} |")
     if "auc_pos_base" in df:
         print("\nNoise or signal (train rows, the correction alone): AUC telling true from noise-added positives "
@@ -359,10 +355,10 @@ def print_report(rows: list[dict]) -> None:
             if not len(c):
                 continue
             c = c.iloc[0]
-            auc = lambda n: (f"{c[f'auc_{n}_base']:.3f} → {c[f'auc_{n}_corr']:.3f}"  # noqa: E731
-                             if pd.notna(c.get(f"auc_{n}_base")) else "")
+            auc = {n: f"{c[f'auc_{n}_base']:.3f} → {c[f'auc_{n}_corr']:.3f}" if pd.notna(c.get(f"auc_{n}_base")) else ""
+                   for n in ("pos", "neg")}
             print(f"| {c.dataset} | {c.base} | {c.noise} | {pct(b.train_f1_noisy)} / {pct(b.train_f1_true)} | "
-                  f"{auc('pos')} | {auc('neg')} | {c.delta_kept_pos:+.3f} | {c.delta_added:+.3f} | "
+                  f"{auc['pos']} | {auc['neg']} | {c.delta_kept_pos:+.3f} | {c.delta_added:+.3f} | "
                   f"{c.delta_removed:+.3f} | {c.delta_kept_neg:+.3f} |")
     if "zhat_scale" in df:
         print("\nThe latent (test rows, ŷ = P): σ_θ of q(ẑ | x, ŷ), rms of its location, dimensions in use, "
@@ -374,6 +370,20 @@ def print_report(rows: list[dict]) -> None:
             nu = f"{r.nu_mean:.2f}" if "nu_mean" in r and pd.notna(r.nu_mean) else ""
             print(f"| {r.dataset} | {r.base} | {r.noise} | {r.probe} | {r.zhat_scale:.3f} | {r.zhat_loc_rms:.3f} | "
                   f"{r.zhat_active} | {r.z_over_zhat:.3f} | {r.shift_rms:.3f} | {r.latent_logit_rms:.3f} | {nu} |")
+    if "logit_sd_total" in df:
+        print("\nDoes the correction read the base probabilities? (the correction alone; test micro / macro-F1 at the "
+              "val0-tuned threshold with P as given, with P replaced by its training mean, with P from another row; "
+              "the spread of the logits and of their part from the latent z)")
+        print("| data set | base | noise | P given | P = mean | P shuffled | logit sd | from z |")
+        print("|---|---|---|---|---|---|---|---|")
+        for _, g in df.groupby(keys, sort=False):
+            r = g[g.probe == "readsp"]
+            if not len(r):
+                continue
+            r = r.iloc[0]
+            f = {name: _pair(g[g.probe == name].iloc[0], "tuned") for name in ("readsp", "readsp-mean", "readsp-shuffled")}
+            print(f"| {r.dataset} | {r.base} | {r.noise} | {f['readsp']} | {f['readsp-mean']} | {f['readsp-shuffled']} "
+                  f"| {r.logit_sd_total:.2f} | {r.logit_sd_latent:.2f} |")
 
 
 def main() -> None:
