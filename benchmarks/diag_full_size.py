@@ -37,7 +37,7 @@ model gets the same.
         --noise symmetric:0.0 symmetric:0.3 symmetric:0.5 pairflip:0.3 --bases protocol converged \\
         --out diag.jsonl
 
-Appends one JSON line per (setting, probe) to ``--out`` and skips those already there (resumable); ``--report``
+``--set KEY=VALUE`` passes a parameter to every LSNPC a probe fits. Appends one JSON line per (setting, probe) to ``--out`` and skips those already there (resumable); ``--report``
 prints the tables of a file.
 """
 
@@ -200,7 +200,7 @@ def _logit(P: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def run_probe(s: dict, probe: str, seed: int) -> list[dict]:
+def run_probe(s: dict, probe: str, seed: int, extra: dict | None = None) -> list[dict]:
     """Rows of one probe (several for corr and ceiling)."""
     from lsnpc import LSNPC
 
@@ -217,7 +217,7 @@ def run_probe(s: dict, probe: str, seed: int) -> list[dict]:
             rows.append(dict(probe=name, seconds=time.perf_counter() - started,
                              **scores(Y[v0], apply_ceiling(W, b, P_v0), Yt, apply_ceiling(W, b, P_te))))
         return rows
-    params = dict(student=False, guard=False, random_state=seed)
+    params = dict(student=False, guard=False, random_state=seed, **(extra or {}))
     kwargs = dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
     if probe == "betasum":
         params["beta"] = 0.01 * 64 / L
@@ -284,7 +284,8 @@ def _reads_p(s: dict, seed: int, params: dict, kwargs: dict) -> list[dict]:
     return rows
 
 
-def run_setting(dataset, size, kind, rate, seed, base_kind, probes, home, text_pool, feature_cache) -> list[dict]:
+def run_setting(dataset, size, kind, rate, seed, base_kind, probes, home, text_pool, feature_cache,
+                extra: dict | None = None) -> list[dict]:
     from lsnpc.metrics import micro_f1
 
     with warnings.catch_warnings():
@@ -302,7 +303,7 @@ def run_setting(dataset, size, kind, rate, seed, base_kind, probes, home, text_p
         rows = [dict(key, probe="base", seconds=base_seconds, train_f1_noisy=micro_f1(s["Y_noisy"], P_tr),
                      train_f1_true=micro_f1(Y[tr], P_tr), **scores(Y[v0], s["P"][1], Yt, s["P"][3]))]
         for probe in probes:
-            rows += [dict(key, **r) for r in run_probe(s, probe, seed)]
+            rows += [dict(key, **r) for r in run_probe(s, probe, seed, extra)]
             print(f"    {dataset} {kind}:{rate} {base_kind}: {probe} done "
                   f"({time.perf_counter() - started:.0f} s)", flush=True)
     return rows
@@ -398,7 +399,10 @@ def main() -> None:
     parser.add_argument("--feature-cache", default=None)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--report", action="store_true")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="params",
+                        help="LSNPC parameters for every probe (a variant: give it its own --out)")
     args = parser.parse_args()
+    extra = dict(bq.parse_param(item) for item in args.params)
     rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
     if not args.report:
         for spec in args.configs:
@@ -412,7 +416,7 @@ def main() -> None:
                     todo = [p for p in args.probes if p not in done]
                     if not todo and "base" in done:
                         continue
-                    fresh = run_setting(*key, todo, args.data_home, args.text_pool, args.feature_cache)
+                    fresh = run_setting(*key, todo, args.data_home, args.text_pool, args.feature_cache, extra)
                     fresh = [r for r in fresh if r["probe"] not in done]
                     rows += fresh
                     with open(args.out, "a") as fh:
