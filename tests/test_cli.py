@@ -68,7 +68,8 @@ def test_noise_then_evaluate_roundtrip(tmp_path: Path) -> None:
 
     expected = evaluate(Yn, probs)
     got = json.loads(result.stdout)
-    assert got.keys() == expected.keys()
+    assert got.keys() == {*expected, "threshold", "threshold_source", "labels_without_positive"}
+    assert got["threshold"] == 0.5 and got["threshold_source"].startswith("the default")
     for key, value in expected.items():
         assert got[key] == pytest.approx(value)
 
@@ -131,7 +132,7 @@ def test_a_library_warning_is_one_line_that_names_the_flag(tmp_path: Path) -> No
         assert "Warning:" not in result.stderr and "Traceback" not in result.stderr, result.stderr
         if warned:
             assert len(lines) == 1 and lines[0].startswith("warning: --probs barely vary from row to row"), lines
-            assert "check how the base model was trained" in lines[0]
+            assert "check how it was trained" in lines[0]
         else:
             assert not lines, lines
 
@@ -217,6 +218,28 @@ def test_fit_shows_epochs_and_time_left_on_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0, shown
     assert "epoch" in shown and "3/3" in shown and "left" in shown, shown
     assert b"saved the fitted model" in out
+    # the bar names the phase that runs: after the last epoch, the student's fit (not "warm start done")
+    assert "fitting the student" in shown and "warm start done" not in shown, shown
+
+
+def test_fit_progress_names_each_phase_as_it_runs() -> None:
+    """What the bar says once each step's history entry arrives: the next step by name, including the phases
+    after training, and a phase it does not know by its own name."""
+    from lsnpc.cli.correcting import _running_next
+
+    def after(phase: object, epoch: int = 0, total: int = 36, *, student: bool = True, **entry: object) -> str:
+        return _running_next(phase, epoch, total, {"phase": phase, **entry}, student=student)
+
+    assert after("warm_start") == "training epoch 1/36"
+    assert after("train", 1) == "training epoch 2/36"
+    assert after("train", 35) == "training epoch 36/36"
+    assert after("train", 36) == "fitting the student"
+    assert after("train", 36, student=False) == "choosing blend and threshold"
+    assert after("train", 7, diverged=True) == "fitting the student"
+    assert after("student", 36) == "choosing blend and threshold"
+    assert after("decide", 36) == "saving the model"
+    assert after("calibrate_probabilities", 36) == "calibrate probabilities"
+    assert after(None) == "fitting LSNPC"
 
 
 @pytest.mark.slow
@@ -391,3 +414,209 @@ def test_evaluate_on_a_single_label_column(tmp_path: Path) -> None:
     result = lsnpc("evaluate", "--labels", tmp_path / "y.npy", "--probs", tmp_path / "p.npy", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["micro_f1"] == pytest.approx(0.5)
+
+
+# ----------------------------------------------------------------------------- outputs and inputs
+
+
+def test_an_output_is_never_one_of_the_commands_inputs(tmp_path: Path) -> None:
+    """``--force`` replaces an old output, never an input of the same command: every command that writes refuses
+    an --out that is one of its inputs (also through a link), or lies inside an input folder, in one line naming
+    both flags, and leaves the input as it was."""
+    X, Y = make_toy_multilabel(40, 3, 2, seed=0)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "Y.npy", Y)
+    np.save(tmp_path / "P.npy", np.clip(0.8 * Y + 0.1, 0, 1))
+    pd.DataFrame(Y, columns=["a", "b"]).to_csv(tmp_path / "Y.csv", index=False)
+    (tmp_path / "link.npy").symlink_to(tmp_path / "Y.npy")
+    model = tmp_path / "model"
+    model.mkdir()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    X_, Y_, P_, Ycsv = (tmp_path / name for name in ("X.npy", "Y.npy", "P.npy", "Y.csv"))
+    cases = [
+        (("noise", "--labels", Y_, "--out", Y_), "--labels"),
+        (("noise", "--labels", Y_, "--out", tmp_path / "link.npy"), "--labels"),
+        (("correct", "--model", model, "--features", X_, "--probs", P_, "--out", X_), "--features"),
+        (("correct", "--model", model, "--features", X_, "--probs", P_, "--out", model / "c.npy"), "--model"),
+        (("label-issues", "--features", X_, "--labels", Ycsv, "--probs", P_, "--out", Ycsv), "--labels"),
+        (("fit", "--features", X_, "--probs", P_, "--out", P_), "--probs"),
+    ]
+    for args, flag in cases:
+        result = lsnpc(*args, "--force", cwd=tmp_path.parent)
+        assert_user_error(result, f"--out {args[-1]}", flag, "never writes over its own input")
+        assert len(result.stderr.strip().splitlines()) == 1
+    # a folder holding the inputs is refused by the save itself: it is not a saved model
+    assert_user_error(lsnpc("fit", "--features", X_, "--probs", P_, "--out", tmp_path, "--force"), "--out",
+                      "not a saved LSNPC model")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert list(model.iterdir()) == []
+
+
+def test_paths_may_start_with_a_tilde(tmp_path: Path) -> None:
+    """``--out=~/x`` (which no shell expands) and any other path flag mean the home folder's x."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    _, Y = make_toy_multilabel(30, 3, 2, seed=0)
+    np.save(home / "Y.npy", Y)
+    result = lsnpc("noise", "--labels", "~/Y.npy", "--out=~/noisy.npy", cwd=work, HOME=str(home))
+    assert result.returncode == 0, result.stderr
+    assert np.load(home / "noisy.npy").shape == Y.shape
+    assert list(work.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- saying what it means
+
+
+def test_help_lists_each_command_with_its_whole_description() -> None:
+    """``lsnpc --help`` shows every command's first sentence whole (wrapped), never cut off with '...'."""
+    import typer.main
+
+    from lsnpc.cli import app
+
+    group = typer.main.get_command(app)
+    for columns in ("80", "200"):
+        shown = " ".join(lsnpc("--help", COLUMNS=columns).stdout.split())
+        assert "..." not in shown.split("Commands:", 1)[1]
+        for name, command in group.commands.items():
+            first = " ".join(command.help.split("\n\n")[0].split()) if command.help else ""
+            sentence = first.split(". ")[0].rstrip(".")
+            assert sentence in shown, (name, sentence, shown)
+
+
+def _tiny_inputs(folder: Path) -> tuple[str, ...]:
+    """X, P and Y of 40 rows in ``folder``; the flags of ``lsnpc fit`` that read them, --out ``folder``/m."""
+    X, _ = make_toy_multilabel(40, 3, 2, seed=0)
+    np.save(folder / "X.npy", X)
+    np.save(folder / "P.npy", np.full((40, 2), 0.5))
+    np.save(folder / "Y.npy", np.eye(2, dtype=int)[np.arange(40) % 2])
+    return ("fit", "--features", str(folder / "X.npy"), "--probs", str(folder / "P.npy"), "--out", str(folder / "m"))
+
+
+def test_set_encoder_says_the_parameter_exists_but_takes_a_module(tmp_path: Path) -> None:
+    fit = _tiny_inputs(tmp_path)
+    assert_user_error(lsnpc(*fit, "--set", "encoder=foo"), "encoder takes a torch module", "command line cannot",
+                      "LSNPC(encoder=module)")
+    assert not (tmp_path / "m").exists()
+
+
+def test_device_without_cuda_names_the_flag(tmp_path: Path) -> None:
+    fit = _tiny_inputs(tmp_path)
+    no_gpu = {"CUDA_VISIBLE_DEVICES": ""}
+    for args in (fit, ("label-issues", "--features", tmp_path / "X.npy", "--labels", tmp_path / "Y.npy", "--probs",
+                       tmp_path / "P.npy", "--out", tmp_path / "issues.csv"), ("demo", "--max-train", "100")):
+        assert_user_error(lsnpc(*args, "--device", "cuda", **no_gpu), "--device", "CUDA is not available")
+    assert not (tmp_path / "m").exists() and not (tmp_path / "issues.csv").exists()
+
+
+# ----------------------------------------------------------------------------- evaluate at the model's thresholds
+
+
+def _scored_at(result: subprocess.CompletedProcess[str]) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_evaluate_scores_at_a_models_own_threshold_and_says_so(tmp_path: Path) -> None:
+    """With --model, evaluate labels at the model's thresholds (as its predict does), not at 0.5, and both the
+    table and --json say which threshold was used; --threshold given beside it wins, and says so."""
+    from lsnpc import LSNPC
+    from lsnpc.metrics import evaluate
+
+    X, Y = make_toy_multilabel(60, 3, 3, seed=0)
+    P = np.clip(0.45 * Y + np.random.default_rng(0).uniform(0, 0.5, Y.shape), 0, 1)
+    LSNPC(epochs=1, hidden_dim=16, latent_dim=4, threshold=0.3, random_state=0).fit(X, P).save(tmp_path / "m")
+    np.save(tmp_path / "Y.npy", Y)
+    np.save(tmp_path / "P.npy", P)
+    base = ("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy")
+    at_model = _scored_at(lsnpc(*base, "--model", tmp_path / "m", "--json"))
+    assert at_model["micro_f1"] == pytest.approx(evaluate(Y, P, threshold=0.3)["micro_f1"])
+    assert at_model["micro_f1"] != pytest.approx(evaluate(Y, P)["micro_f1"])
+    assert at_model["threshold"] == pytest.approx(0.3) and "--model" in at_model["threshold_source"]
+    shown = lsnpc(*base, "--model", tmp_path / "m")
+    assert shown.returncode == 0, shown.stderr
+    assert "probability >= 0.3 (--model" in " ".join(shown.stdout.split())
+    default = lsnpc(*base)
+    assert "probability >= 0.5 (the default" in " ".join(default.stdout.split())
+    given = _scored_at(lsnpc(*base, "--model", tmp_path / "m", "--threshold", "0.6", "--json"))
+    assert given["micro_f1"] == pytest.approx(evaluate(Y, P, threshold=0.6)["micro_f1"])
+    assert given["threshold_source"].startswith("--threshold, instead of --model")
+    assert_user_error(lsnpc(*base, "--model", tmp_path / "nomodel"), "--model", "not found")
+
+
+def test_evaluate_takes_one_threshold_per_label_from_a_file(tmp_path: Path) -> None:
+    from lsnpc.metrics import evaluate
+
+    _, Y = make_toy_multilabel(60, 3, 3, seed=1)
+    P = np.clip(0.45 * Y + np.random.default_rng(1).uniform(0, 0.5, Y.shape), 0, 1)
+    names = ["cat", "dog", "fish"]
+    np.save(tmp_path / "Y.npy", Y)
+    pd.DataFrame(P, columns=names).to_csv(tmp_path / "P.csv", index=False)
+    per_label = np.array([0.3, 0.5, 0.7])
+    expected = evaluate(Y, P, threshold=per_label)
+    np.save(tmp_path / "t.npy", per_label)
+    (tmp_path / "t.json").write_text(json.dumps(per_label.tolist()))
+    (tmp_path / "named.json").write_text(json.dumps({"fish": 0.7, "cat": 0.3, "dog": 0.5}))  # any order, by name
+    pd.DataFrame([per_label[::-1]], columns=names[::-1]).to_csv(tmp_path / "t.csv", index=False)
+    base = ("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.csv")
+    for file in ("t.npy", "t.json", "named.json", "t.csv"):
+        got = _scored_at(lsnpc(*base, "--thresholds", tmp_path / file, "--json"))
+        assert got["micro_f1"] == pytest.approx(expected["micro_f1"]), file
+        assert got["threshold"] == pytest.approx(per_label.tolist()), file
+    shown = " ".join(lsnpc(*base, "--thresholds", tmp_path / "t.json").stdout.split())
+    assert "one per label: cat at 0.3, dog at 0.5, fish at 0.7 (--thresholds" in shown
+    (tmp_path / "two.json").write_text("[0.5, 0.5, 0.7]")
+    shown = " ".join(lsnpc(*base, "--thresholds", tmp_path / "two.json").stdout.split())
+    assert "probability >= 0.5, 1 of 3 labels at their own: fish at 0.7 (--thresholds" in shown
+    (tmp_path / "short.json").write_text("[0.3, 0.5]")
+    (tmp_path / "big.json").write_text("[0.3, 0.5, 1.5]")
+    (tmp_path / "wrong.json").write_text(json.dumps({"cat": 0.3, "dog": 0.5, "bird": 0.7}))
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "short.json"), "--thresholds", "one number per label")
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "big.json"), "--thresholds", "in [0, 1]")
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "wrong.json"), "--thresholds names the labels")
+    assert_user_error(lsnpc(*base, "--thresholds", tmp_path / "t.json", "--threshold", "0.4"), "not both")
+
+
+def test_evaluate_explains_labels_without_a_positive(tmp_path: Path) -> None:
+    """mAP averages the labels that have a positive; evaluate says how many had none, and never prints a bare
+    'nan' where a score is undefined."""
+    Y = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 0]])
+    np.save(tmp_path / "Y.npy", Y)
+    np.save(tmp_path / "none.npy", np.zeros_like(Y))
+    np.save(tmp_path / "P.npy", np.array([[.9, .2, .1], [.4, .8, .3], [.6, .45, .2], [.1, .1, .6]]))
+    some = lsnpc("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy")
+    assert some.returncode == 0, some.stderr
+    assert "1 of 3 labels have no positive in --labels; mAP averages the other 2" in " ".join(some.stdout.split())
+    none = lsnpc("evaluate", "--labels", tmp_path / "none.npy", "--probs", tmp_path / "P.npy")
+    assert none.returncode == 0, none.stderr
+    assert "nan" not in none.stdout.lower() and "undefined" in none.stdout
+    assert "no label has a positive in --labels" in " ".join(none.stdout.split())
+    assert json.loads(lsnpc("evaluate", "--labels", tmp_path / "Y.npy", "--probs", tmp_path / "P.npy",
+                            "--json").stdout)["labels_without_positive"] == 1
+
+
+def test_plot_training_writes_a_models_curve_and_never_replaces_a_file_unasked(tmp_path: Path) -> None:
+    from lsnpc import LSNPC
+
+    X, Y = make_toy_multilabel(80, 3, 2, seed=0)
+    P = np.clip(0.6 * Y + np.random.default_rng(0).uniform(0, 0.4, Y.shape), 0, 1)
+    LSNPC(epochs=2, hidden_dim=16, latent_dim=4, random_state=0).fit(X, P, labels=Y).save(tmp_path / "m")
+    saved = sorted(p.name for p in (tmp_path / "m").iterdir())
+    out = tmp_path / "curve.png"
+    result = lsnpc("plot-training", tmp_path / "m", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and out.stat().st_size > 5000
+    assert f"wrote the training curve of {tmp_path / 'm'} to {out}" in " ".join(result.stdout.split())
+    out.write_bytes(b"mine")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", out), "--out", "already exists; pass --force")
+    assert out.read_bytes() == b"mine"
+    forced = lsnpc("plot-training", tmp_path / "m", "--out", out, "--force", "--json")
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["selection"].startswith("noisy_f1") and out.read_bytes().startswith(b"\x89PNG")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", tmp_path / "m" / "c.png", "--force"),
+                      "--out", "is inside MODEL", "never writes over its own input")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", tmp_path / "c.txt"), "--out must end in .png")
+    assert_user_error(lsnpc("plot-training", tmp_path / "none", "--out", tmp_path / "c.png"), "model folder not found")
+    (tmp_path / "m" / "config.json").write_text("{}")
+    assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", tmp_path / "c.png"), "MODEL", "config")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == saved

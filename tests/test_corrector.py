@@ -113,9 +113,14 @@ def test_without_any_label_the_elbo_chooses_and_the_threshold_keeps_to_the_expec
         assert blend.evidence["collapse_check"]["n_rows"] == 30  # the held-out rows
         assert model.base_weight_ == pytest.approx(model.prior_base_weight)  # a dense, sharp base model
     evidence = threshold.evidence
-    assert evidence["expected_count"] == pytest.approx(float(P.sum(1).mean()), rel=1e-6)
+    output = model.predict_proba(X, P)
+    # the base model's expected count, capped at count_growth times the output's own labels a row at 0.5
+    assert evidence["count_of"] == "base model"
+    assert evidence["base_expected_count"] == pytest.approx(float(P.sum(1).mean()), rel=1e-6)
+    assert evidence["growth_limit"] == pytest.approx(1.5 * float((output >= 0.5).sum(1).mean()), rel=1e-6)
+    assert evidence["expected_count"] == min(evidence["base_expected_count"], evidence["growth_limit"])
     assert threshold.choice >= model.count_floor
-    predicted = float((model.predict_proba(X, P) >= threshold.choice).sum(1).mean())
+    predicted = float((output >= threshold.choice).sum(1).mean())
     assert predicted == pytest.approx(evidence["predicted_count"], rel=1e-6)
     assert predicted <= evidence["expected_count"] or threshold.choice == 0.5
 
@@ -353,6 +358,7 @@ def test_fit_rejects_bad_input(kwargs: dict, match: str) -> None:
         (dict(threshold_grid=[]), "threshold_grid must be a non-empty sequence"),
         (dict(threshold_grid=[0.0, 0.5]), r"threshold_grid must hold numbers in \(0, 1\]"),
         (dict(count_floor=0), "count_floor must be >"),
+        (dict(count_growth=0.5), "count_growth must be >= 1"),
         (dict(min_val_rows=0), "min_val_rows must be >= 1"),
     ],
 )

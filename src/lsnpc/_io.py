@@ -4,12 +4,16 @@ Directories are written the same way (:func:`atomic_directory`), and they never 
 anything the program did not write: a folder is replaced only when it holds nothing but the files
 the caller names as its own. What a killed writer leaves behind is recognisable (a name pattern and
 a marker file naming the writing process) and is removed by the next writer once that process is
-gone.
+gone. Writers of one directory that race (two processes saving to one path) take turns for the
+final swap, so a folder that appeared meanwhile is replaced only when replacing was allowed.
+
+Every path may start with ``~`` (the user's home, :func:`user_path`), as a shell would expand it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "user_path",
     "atomic_path",
     "atomic_directory",
     "atomic_write_bytes",
@@ -34,10 +39,18 @@ __all__ = [
 # marker file inside) and ".<name>.lsnpc-old-XXXX" (the previous content during the swap).
 _PARTIAL = "lsnpc-partial"
 _OLD = "lsnpc-old"
+# ".<name>.lsnpc-lock": held (flock) by the writer swapping a folder in; removed by whoever holds it.
+_LOCK = "lsnpc-lock"
 PARTIAL_MARKER = ".lsnpc-partial"
 # A partial folder whose marker is gone (the writer removes it just before the final rename) or names
 # a process on another host is stale after this long; a save takes seconds.
 _STALE_AFTER_S = 24 * 3600
+
+
+def user_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path with a leading ``~`` or ``~user`` expanded, as a shell would (a folder literally
+    named ``~`` is never what a user meant)."""
+    return Path(os.fspath(path)).expanduser()
 
 
 @contextlib.contextmanager
@@ -48,7 +61,7 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
     removed if the body raises. ``suffix`` keeps an extension some writers insist on
     (e.g. ``np.save`` appends ``.npy`` otherwise).
     """
-    target = Path(path)
+    target = user_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(
         dir=target.parent, prefix=f".{target.name}.", suffix=suffix if suffix is not None else ".tmp"
@@ -181,7 +194,7 @@ def remove_stale_partials(path: str | os.PathLike[str], owned: Collection[str]) 
     longer runs, or it is older than a day); the previous content of a swap only once ``path``
     exists again. Only the writer's own files are deleted, never anything else.
     """
-    target = Path(os.path.abspath(path))
+    target = Path(os.path.abspath(user_path(path)))
     removed = []
     with contextlib.suppress(OSError):
         for entry in target.parent.iterdir():
@@ -207,7 +220,7 @@ def check_replaceable(path: str | os.PathLike[str], owned: Collection[str]) -> P
     It may when it is absent, an empty directory, or a directory holding only ``owned`` files; never
     the current folder or a parent of it, a link or a file.
     """
-    target = Path(path)
+    target = user_path(path)
     cwd = Path.cwd().resolve()
     resolved = target.resolve()
     if resolved == cwd or resolved in cwd.parents:
@@ -241,9 +254,15 @@ def atomic_directory(
     is left as it was; if the process is killed, the next write of ``path`` removes its leftovers
     (:func:`remove_stale_partials`). Files and the directory get the permissions ``open`` and
     ``mkdir`` would give them.
+
+    Concurrent writers of one ``path`` (threads or processes, on one machine) swap their folder in one
+    at a time, and each checks ``path`` again when its turn comes: without ``replace``, of writers
+    racing to create a new ``path`` exactly one succeeds and the others raise FileExistsError, leaving
+    the winner's folder as it is; with ``replace`` each succeeds in turn and the last one's folder
+    stays, whole. ``path`` may start with ``~``.
     """
     owned = frozenset(owned)
-    target = Path(os.path.abspath(path))
+    target = Path(os.path.abspath(user_path(path)))
     existing = check_replaceable(path, owned)
     if existing is not None and any(existing.iterdir()) and not replace:
         raise FileExistsError(f"{str(path)!r} already exists; pass replace=True to replace it")
@@ -258,24 +277,85 @@ def atomic_directory(
         for entry in tmp.iterdir():  # some writers (safetensors) create 0600 files
             os.chmod(entry, 0o666 & ~mask)
         os.chmod(tmp, 0o777 & ~mask)  # mkdtemp creates 0700
-        _swap_in(tmp, target, owned)
+        with _swap_lock(target):
+            _swap_in(tmp, target, owned, replace=replace, shown=str(path))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # made by this call, a moment ago
         raise
 
 
-def _swap_in(tmp: Path, target: Path, owned: frozenset[str]) -> None:
-    """Rename ``tmp`` onto ``target``; a previous ``target`` (checked again: nothing foreign in it)
-    moves aside first and its files are deleted after."""
-    if not target.exists():
-        os.rename(tmp, target)
-        return
-    check_replaceable(target, owned)
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{_OLD}-"))
-    os.rename(target, old)  # onto the empty directory just made: atomic, and fails if it is not empty
+@contextlib.contextmanager
+def _swap_lock(target: Path) -> Iterator[None]:
+    """Hold the lock of ``target``'s swap: an exclusive ``flock`` on ``.<name>.lsnpc-lock`` beside it.
+
+    The kernel releases it when its holder dies, so a killed writer never blocks the next. The holder
+    deletes the lock file before releasing it; a writer that was waiting on a deleted file sees that
+    its file is no longer the one at the lock's path and takes the lock again on the new one, so the
+    file is gone once nobody holds it. Where ``fcntl`` does not exist (Windows) renaming onto an
+    existing folder fails anyway, so the first writer wins without a lock.
+    """
     try:
-        os.rename(tmp, target)
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock = target.parent / f".{target.name}.{_LOCK}"
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666 & ~_umask())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                current = os.stat(lock, follow_symlinks=False)
+            except FileNotFoundError:
+                current = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)  # the previous holder deleted this file: lock the one at the path now
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+        os.close(fd)  # releases the lock
+
+
+def _swap_in(tmp: Path, target: Path, owned: frozenset[str], *, replace: bool, shown: str) -> None:
+    """Rename ``tmp`` onto ``target``, holding :func:`_swap_lock`. A ``target`` that exists now (another
+    writer may have made it since the first check) is checked again: it is replaced only with
+    ``replace`` (or when it is an empty folder) and when nothing foreign is in it. It then moves aside
+    first and its files are deleted after."""
+    if not target.exists() and not target.is_symlink():
+        _rename_new(tmp, target, shown)
+        return
+    existing = check_replaceable(target, owned)
+    if existing is not None and any(existing.iterdir()) and not replace:
+        raise FileExistsError(f"{shown!r} was written by another process while this one was writing; it was "
+                              "left as it is (pass replace=True to replace it)")
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{_OLD}-"))
+    try:
+        os.rename(target, old)  # onto the empty directory just made: atomic, and fails if it is not empty
+    except BaseException:
+        old.rmdir()  # made a moment ago, still empty
+        raise
+    try:
+        _rename_new(tmp, target, shown)
     except BaseException:
         os.rename(old, target)  # the previous content goes back where it was
         raise
     _remove_our_files(old, owned)
+
+
+def _rename_new(tmp: Path, target: Path, shown: str) -> None:
+    """``os.rename(tmp, target)`` where ``target`` should not exist; one that a program other than this
+    module put there meanwhile (a folder with files, a file) is a FileExistsError, not a raw OSError."""
+    try:
+        os.rename(tmp, target)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            raise FileExistsError(f"{shown!r} was created by another program while this one was writing; it "
+                                  "was left as it is") from None
+        raise

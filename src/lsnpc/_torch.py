@@ -1,12 +1,16 @@
 """Small torch helpers shared by every module that trains a network.
 
 No global state is changed: seeding happens inside :func:`seeded`, which forks torch's RNG so the
-caller's random stream is untouched.
+caller's random stream is untouched. The one exception is forced by the operating system: a process
+forked after its parent ran torch on several CPU threads cannot use those threads (torch's OpenMP pool
+does not survive a fork, and its first parallel operation would wait forever), so such a child is set
+to one thread when it starts (:func:`num_threads`; docs/threads-and-fork.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from collections.abc import Iterator
 
@@ -70,14 +74,45 @@ def to_tensor(array: np.ndarray, device: torch.device, dtype: torch.dtype = torc
     return as_tensor(array, dtype=dtype, device=device)
 
 
+class _Threads:
+    """What a fork must know about this process's torch CPU threads (process state, as the threads are)."""
+
+    started = False  # torch ran here, through num_threads, on more than one thread: its pool exists
+    forked = False  # this process was forked after its parent's pool existed: its threads cannot run here
+
+
+def _one_thread_after_fork() -> None:
+    """In a child forked after torch's thread pool started: one thread, which needs no pool (never hangs)."""
+    if _Threads.started:
+        _Threads.forked = True
+        torch.set_num_threads(1)
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
+    os.register_at_fork(after_in_child=_one_thread_after_fork)
+
+
 @contextlib.contextmanager
 def num_threads(n: int | None) -> Iterator[None]:
-    """Run the body with ``torch.set_num_threads(n)`` (None: leave as is), restoring it after."""
+    """Run the body with ``torch.set_num_threads(n)`` (None: leave as is), restoring it after.
+
+    In a process forked after its parent ran torch on several threads, ``n`` above 1 runs on one thread,
+    with a warning: more would hang (docs/threads-and-fork.md).
+    """
     if n is None:
+        _Threads.started = _Threads.started or torch.get_num_threads() > 1
         yield
         return
+    n = int(n)
+    if n > 1 and _Threads.forked:
+        warnings.warn(f"n_threads={n} in a process forked after its parent ran torch on several threads: torch's "
+                      "threads cannot run in it (they would hang), so this runs on 1 thread; start worker "
+                      "processes with multiprocessing's 'spawn' or 'forkserver' method to use more",
+                      RuntimeWarning, stacklevel=3)
+        n = 1
+    _Threads.started = _Threads.started or n > 1
     previous = torch.get_num_threads()
-    torch.set_num_threads(int(n))
+    torch.set_num_threads(n)
     try:
         yield
     finally:

@@ -15,7 +15,7 @@ stays fast. Every command follows the same conventions, for people and for scrip
 from __future__ import annotations
 
 # Each module registers its commands on app; this order is the order of `lsnpc --help`.
-from . import correcting, labels, data, experiments  # noqa: F401  (isort: skip)
+from . import correcting, plotting, labels, data, experiments  # noqa: F401  (isort: skip)
 from ._app import app
 
 __all__ = ["app", "main"]

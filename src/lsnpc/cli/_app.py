@@ -16,9 +16,27 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
+
+
+class _FullDescriptions(TyperGroup):
+    """A command group whose ``--help`` lists each command with its whole first sentence (wrapped to the
+    width), where click would cut it off with "..." to fit one line."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="lsnpc",
+    cls=_FullDescriptions,
     help="Correct the predictions of multilabel classifiers trained on noisy labels (LSNPC), "
     "and run the experiments around it.",
     no_args_is_help=True,
@@ -28,9 +46,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 datasets_app = typer.Typer(help="List and download the data sets lsnpc knows.", no_args_is_help=True,
-                           rich_markup_mode=None)
+                           rich_markup_mode=None, cls=_FullDescriptions)
 experiment_app = typer.Typer(help="Run experiment grids from YAML configs.", no_args_is_help=True,
-                             rich_markup_mode=None)
+                             rich_markup_mode=None, cls=_FullDescriptions)
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(experiment_app, name="experiment")
 
@@ -105,6 +123,7 @@ def _user_errors(func: F | None = None, /, **flags: str) -> Any:
 
         from lsnpc.data.download import DownloadError
 
+        kwargs = {name: _expand_user(value) for name, value in kwargs.items()}
         try:
             with warnings.catch_warnings():  # restores Python's own display when the command ends
                 warnings.showwarning = functools.partial(_warning_line, flags=flags)
@@ -130,6 +149,16 @@ def _user_errors(func: F | None = None, /, **flags: str) -> Any:
             raise typer.Exit(code=2) from None
 
     return wrapper
+
+
+def _expand_user(value: Any) -> Any:
+    """A path argument with a leading ``~`` expanded (a shell leaves ``--out=~/x`` as it is, and a script
+    passes it unexpanded); lists of paths too; anything else as it is."""
+    if isinstance(value, Path):
+        return value.expanduser()
+    if isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+        return [v.expanduser() for v in value]
+    return value
 
 
 def _check_label_arrays(X: Any, Y: Any, P: Any) -> tuple[Any, Any]:
@@ -158,6 +187,44 @@ def _error(message: str, flags: Mapping[str, str]) -> None:
 def _refuse_existing(path: Path, force: bool) -> None:
     if path.exists() and not force:
         raise FileExistsError(f"--out {path} already exists; pass --force to replace it")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file or folder (links and hard links included); False unless both exist."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (which need not exist) lies inside the existing folder ``folder``, links resolved."""
+    return folder.is_dir() and path.resolve().is_relative_to(folder.resolve())
+
+
+def _refuse_input_as_output(out_flag: str, out: Path, inputs: Mapping[str, Path | None]) -> None:
+    """Raise ValueError when the output ``out`` would write over one of the command's ``inputs`` ({flag: path}):
+    the same file (links included), or a path inside an input folder. ``--force`` replaces an old output, never
+    an input of the same command. (A model folder holding an input is refused by the save itself: it never
+    replaces a folder with files it did not write.)"""
+    for flag, given in inputs.items():
+        if given is None:
+            continue
+        if _same_file(out, given):
+            problem = f"is also {flag}"
+        elif _inside(out, given):
+            problem = f"is inside {flag} {given}"
+        else:
+            continue
+        raise ValueError(f"{out_flag} {out} {problem}: a command never writes over its own input (--force "
+                         f"replaces an old output only); choose another {out_flag}")
+
+
+def _check_device(device: str) -> None:
+    """Refuse a ``--device`` this machine does not have (CUDA without a GPU), naming the flag, before any work."""
+    from lsnpc._torch import resolve_device
+
+    resolve_device(device, "--device")
 
 
 @contextlib.contextmanager
@@ -241,6 +308,10 @@ def _parse_sets(values: list[str] | None, own_flags: Mapping[str, str] = _OWN_FL
         key, raw = (part.strip() for part in item.split("=", 1))
         if key in own_flags:
             raise ValueError(f"--set {key}=...: use {own_flags[key]} instead")
+        if key == "encoder":
+            raise ValueError("--set encoder=...: encoder takes a torch module (your own data encoder, e.g. a base "
+                             "model's trunk), which the command line cannot pass; fit from Python instead: "
+                             "LSNPC(encoder=module).fit(X, pred_probs)")
         if key not in known:
             raise ValueError(f"--set {key}=...: LSNPC has no parameter {key!r}; it has "
                              f"{', '.join(sorted(known - set(own_flags)))}")

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _check_label_arrays, _console, _metrics_table, _parse_sets, _print_json,
-    _progress, _read, _refuse_existing, _status, _user_errors, app,
+    JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _check_device, _check_label_arrays, _console, _metrics_table, _parse_sets,
+    _print_json, _progress, _read, _refuse_existing, _refuse_input_as_output, _status, _user_errors, app,
 )
 
 # ----------------------------------------------------------------------------- demo
@@ -45,6 +45,7 @@ def demo(
     """
     from lsnpc.experiments import ConfigError, expand_runs, get_component, group_runs, parse_config, run_group
 
+    _check_device(device)
     raw = {
         "name": "demo", "device": device, "seeds": [seed],
         "datasets": [{"name": dataset, "data_home": str(data_home) if data_home else None, "max_train": max_train}],
@@ -101,6 +102,27 @@ _FIT_ERRORS = dict(X="--features", pred_probs="--probs", X_clean="--clean-featur
 
 
 
+def _running_next(phase: Any, epoch: int, total: int, entry: Any, *, student: bool) -> str:
+    """What ``lsnpc fit`` does next, for its progress bar, once the step whose history ``entry`` (of ``phase``,
+    ``epoch`` of ``total``) reports has finished: the warm start, each training epoch, the student's fit, the
+    choice of blend and threshold (``student``: whether the fit has a student). A phase this does not know is
+    shown by its own name."""
+    from rich.markup import escape
+
+    diverged = isinstance(entry, dict) and bool(entry.get("diverged"))
+    if phase == "warm_start":
+        return f"training epoch 1/{total}"
+    if phase == "train" and epoch < total and not diverged:
+        return f"training epoch {epoch + 1}/{total}"
+    if phase == "train":  # the last epoch, or training stopped
+        return "fitting the student" if student else "choosing blend and threshold"
+    if phase == "student":
+        return "choosing blend and threshold"
+    if phase == "decide":
+        return "saving the model"
+    return escape(str(phase).replace("_", " ")) if phase else "fitting LSNPC"
+
+
 def _optional_triplet(name: str, paths: tuple[Path | None, ...]) -> list[Any] | None:
     given = [p is not None for p in paths]
     if not any(given):
@@ -151,6 +173,11 @@ def fit(
     from lsnpc.corrector import LSNPC
     from lsnpc.corrector.persistence import check_save_target
 
+    _refuse_input_as_output("--out", out, {
+        "--features": features, "--probs": probs, "--labels": labels, "--clean-features": clean_features,
+        "--clean-labels": clean_labels, "--clean-probs": clean_probs, "--val-features": val_features,
+        "--val-labels": val_labels, "--val-probs": val_probs})
+    _check_device(device)
     try:
         check_save_target(out, overwrite=force)  # before minutes of training, not after
     except FileExistsError as exc:
@@ -172,9 +199,14 @@ def fit(
     if val is not None:
         kwargs.update(X_val=val[0], y_val=val[1], pred_probs_val=val[2])
     start = time.perf_counter()
-    with _progress(f"fitting LSNPC on {X.shape[0]} samples", unit="epoch") as update:
+    with _progress("warm start" if model.warm_start else "training epoch 1", unit="epoch") as update:
+        shown = [0, None]  # the bar's count: epochs trained, of how many
+
         def on_epoch(epoch: int, total: int, entry: dict[str, Any]) -> None:
-            update(epoch, total, "warm start done" if epoch == 0 else None)
+            phase = entry.get("phase") if isinstance(entry, dict) else None
+            if phase in ("warm_start", "train"):
+                shown[:] = [epoch, total]
+            update(shown[0], shown[1], _running_next(phase, epoch, total, entry, student=bool(model.student)))
 
         try:
             model.fit(X, P, on_epoch=on_epoch, **kwargs)
@@ -214,6 +246,7 @@ def correct(
         raise FileNotFoundError(f"--model: model folder not found: {model}")
     target = out if out is not None else probs.with_name(f"{probs.stem}.corrected{probs.suffix}")
     array_format(target, "--out")
+    _refuse_input_as_output("--out", target, {"--model": model, "--features": features, "--probs": probs})
     _refuse_existing(target, force)
     X, _ = _read(features, "--features")
     P, columns = _read(probs, "--probs")

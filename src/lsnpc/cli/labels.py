@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _check_label_arrays, _console, _parse_sets, _print_json, _progress, _read,
-    _refuse_existing, _user_errors, app,
+    JSON_OPTION, THREADS_HELP, _check_device, _check_label_arrays, _console, _parse_sets, _print_json, _progress,
+    _read, _refuse_existing, _refuse_input_as_output, _user_errors, app,
 )
 
 
@@ -36,7 +36,9 @@ def label_issues(
     """
     if out.suffix.lower() != ".csv":
         raise ValueError(f"--out must end in .csv; got {str(out)!r}")
+    _refuse_input_as_output("--out", out, {"--features": features, "--labels": labels, "--probs": probs})
     _refuse_existing(out, force)
+    _check_device(device)
     steps = ("reading the arrays", "fitting LSNPC", "scoring the labels", "writing the table")
     with _progress(steps[0], unit="steps") as update:
         update(0, len(steps))

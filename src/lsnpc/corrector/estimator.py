@@ -138,6 +138,9 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         The thresholds the threshold step chooses among.
     count_floor : float in (0, 1], default 0.35
         The lowest threshold a label count may choose (where no labelled row scores the choice).
+    count_growth : float >= 1, default 1.5
+        Without any label, the label count is the base model's expected count, but no more than this many times
+        the labels a row the output predicts at 0.5: a flat base model expects more labels than the data hold.
     schedule : {"cosine", "paper", "constant"}, default "cosine"
         Learning-rate schedule ("paper": cosine annealing with a 10-epoch period, stepped per epoch).
     holdout_fraction : float in (0, 0.5], default 0.1
@@ -176,7 +179,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         warm_start: bool = True, student: bool = True, guard: bool = True, min_val_rows: int = 20,
         blend_candidates: Sequence[float] = (0.5,), blend_confidence: float = 0.4, prior_base_weight: float = 1 / 3,
         threshold: float | str = "auto", threshold_grid: Sequence[float] = DEFAULT_THRESHOLDS,
-        count_floor: float = 0.35, schedule: str = "cosine", holdout_fraction: float = 0.1,
+        count_floor: float = 0.35, count_growth: float = 1.5, schedule: str = "cosine", holdout_fraction: float = 0.1,
         min_steps: int | str = "auto", n_threads: int | None = 1, random_state: Any = None, device: str = "cpu",
         verbose: bool = False,
     ) -> None:
@@ -187,7 +190,8 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         self.warm_start, self.student, self.guard, self.min_val_rows = warm_start, student, guard, min_val_rows
         self.blend_candidates, self.blend_confidence = blend_candidates, blend_confidence
         self.prior_base_weight, self.threshold, self.threshold_grid = prior_base_weight, threshold, threshold_grid
-        self.count_floor, self.schedule, self.holdout_fraction, self.min_steps = count_floor, schedule, holdout_fraction, min_steps
+        self.count_floor, self.count_growth, self.schedule = count_floor, count_growth, schedule
+        self.holdout_fraction, self.min_steps = holdout_fraction, min_steps
         self.n_threads, self.random_state, self.device, self.verbose = n_threads, random_state, device, verbose
 
     @classmethod
@@ -228,6 +232,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
             _check_threshold(self.threshold, "threshold", auto=True)
         check_thresholds(self.threshold_grid, "threshold_grid")
         check_scalar(self.count_floor, "count_floor", low=0, high=1, low_inclusive=False)
+        check_scalar(self.count_growth, "count_growth", low=1)
         check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
         if self.n_threads is not None:
             check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
@@ -405,16 +410,23 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
             curve = tune_threshold(val[1], self._blended(val[0], val[2]), thresholds=grid)
             return Decision("threshold", curve.threshold, plan.threshold, curve.to_dict())
         # no clean label: the output on the training rows keeps to the labels a row of the noisy labels, or else
-        # to the base model's expected count; held-out noisy labels choose among those thresholds
-        expected = float(given.sum(1).mean() if given is not None else P.sum(1).mean())
+        # to the base model's expected count, within count_growth times its own at 0.5; held-out noisy labels
+        # choose among those thresholds
         output = self._blended(X, P)
+        if given is not None:
+            expected, source = float(given.sum(1).mean()), {"count_of": "noisy labels"}
+        else:
+            base_count, at_half = float(P.sum(1).mean()), float((output >= 0.5).sum(1).mean())
+            expected = min(base_count, float(self.count_growth) * at_half)
+            source = {"count_of": "base model", "base_expected_count": base_count,
+                      "growth_limit": float(self.count_growth) * at_half}
+        floor = float(self.count_floor)
         if plan.threshold == "tuned on held-out noisy labels":
-            candidates = within_count(output, expected, grid, floor=float(self.count_floor))
-            curve = tune_threshold(given[hold], output[hold], thresholds=candidates)
-            evidence = {**curve.to_dict(), "expected_count": expected, "floor": float(self.count_floor)}
-            return Decision("threshold", curve.threshold, plan.threshold, evidence)
-        chosen, evidence = count_threshold(output, expected, grid, floor=float(self.count_floor))
-        return Decision("threshold", chosen, plan.threshold, evidence)
+            curve = tune_threshold(given[hold], output[hold], thresholds=within_count(output, expected, grid, floor=floor))
+            return Decision("threshold", curve.threshold, plan.threshold,
+                            {**curve.to_dict(), "expected_count": expected, "floor": floor, **source})
+        chosen, evidence = count_threshold(output, expected, grid, floor=floor)
+        return Decision("threshold", chosen, plan.threshold, {**evidence, **source})
 
     # ------------------------------------------------------------------ predict
     def _check_predict_input(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -36,7 +36,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from .._io import atomic_directory, atomic_write_json, check_replaceable
+from .._io import atomic_directory, atomic_write_json, check_replaceable, user_path
 from .._torch import resolve_device
 from .config import ModelSpec, build_model
 from .report import FitReport
@@ -97,7 +97,7 @@ def _spec_json(params: Mapping[str, Any]) -> str:
 def is_saved_corrector(path: str | Path) -> bool:
     """Whether ``path`` is a folder whose config.json says it is a saved LSNPC (of any version)."""
     try:
-        config = json.loads((Path(path) / CONFIG_NAME).read_text(encoding="utf-8"))
+        config = json.loads((user_path(path) / CONFIG_NAME).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     return isinstance(config, dict) and config.get("format") == FORMAT
@@ -108,7 +108,7 @@ def check_save_target(path: str | Path, *, overwrite: bool = False) -> None:
     non-empty folder that is not a saved model, a saved model without ``overwrite``, a saved model
     holding other files too, a file, a link, the current folder or a parent of it. Lets a caller check
     before a long fit."""
-    path = Path(path).expanduser()
+    path = user_path(path)
     cwd = Path.cwd().resolve()
     # the current folder, links and files get their message from check_replaceable
     if not path.is_symlink() and path.is_dir() and path.resolve() not in (cwd, *cwd.parents) and any(path.iterdir()):
@@ -149,21 +149,28 @@ def save_corrector(path: str | Path, *, estimator: Any, overwrite: bool = False)
         "params": params,
         "fitted": fitted,
     }
-    target = Path(path).expanduser()
+    target = user_path(path)
     check_save_target(target, overwrite=overwrite)
-    with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
-        weights = tmp / WEIGHTS_NAME
-        save_file(_cpu_state(estimator.model_), str(weights),
-                  metadata={"format": FORMAT, "model_spec": _spec_json(params)})
-        config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
-        if estimator.student_ is not None:
-            student_weights = tmp / STUDENT_WEIGHTS_NAME
-            save_file(_cpu_state(estimator.student_), str(student_weights), metadata={"format": FORMAT})
-            config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": _file_digest(student_weights)}
-        config = _jsonable(config)
-        config["config_sha256"] = _config_digest(config)
-        atomic_write_json(tmp / CONFIG_NAME, config)
+    try:
+        with atomic_directory(target, owned=OWNED_FILES, replace=overwrite) as tmp:
+            _write_corrector(tmp, config, estimator, params)
+    except FileExistsError as exc:  # another process saved there first: said in this function's words
+        raise FileExistsError(str(exc).replace("replace=True", "overwrite=True")) from None
     return target
+
+
+def _write_corrector(tmp: Path, config: dict[str, Any], estimator: Any, params: dict[str, Any]) -> None:
+    """The weights files and config.json of ``estimator`` into the folder ``tmp``."""
+    weights = tmp / WEIGHTS_NAME
+    save_file(_cpu_state(estimator.model_), str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
+    config["weights"] = {"file": WEIGHTS_NAME, "sha256": _file_digest(weights)}
+    if estimator.student_ is not None:
+        student_weights = tmp / STUDENT_WEIGHTS_NAME
+        save_file(_cpu_state(estimator.student_), str(student_weights), metadata={"format": FORMAT})
+        config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": _file_digest(student_weights)}
+    config = _jsonable(config)
+    config["config_sha256"] = _config_digest(config)
+    atomic_write_json(tmp / CONFIG_NAME, config)
 
 
 @dataclass
@@ -227,7 +234,7 @@ def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorre
     ``encoder``: the module a user-encoder model is to be loaded into (None for LSNPC's own encoder).
     The parameters are checked by the estimator (which knows them); the fitted fields here.
     """
-    path = Path(path).expanduser()
+    path = user_path(path)
     config = _read_config(path)
     config_path = path / CONFIG_NAME
     user_encoder = config["encoder"] == "user"

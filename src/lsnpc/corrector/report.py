@@ -182,6 +182,8 @@ def _threshold_why(threshold: Decision) -> str:
         return (f"the best micro- plus macro-F1 on the noisy labels of {e.get('n_rows')} held-out rows, among the "
                 f"thresholds from {e.get('floor', 0):g} at which the output predicts no more labels a row than "
                 f"those labels hold ({e.get('expected_count', 0):.2f})")
+    whose = ("the noisy labels hold" if e.get("count_of") == "noisy labels" else
+             f"the base model expects ({e.get('base_expected_count', 0):.2f}), capped at the output's own count at "
+             f"0.5 times count_growth ({e.get('growth_limit', 0):.2f}):")
     return (f"the lowest threshold from {e.get('floor', 0):g} at which the output predicts no more labels a row "
-            f"({e.get('predicted_count', 0):.2f}) than expected ({e.get('expected_count', 0):.2f}: the noisy labels' "
-            "count, or without them the base model's)")
+            f"({e.get('predicted_count', 0):.2f}) than {whose} {e.get('expected_count', 0):.2f}")

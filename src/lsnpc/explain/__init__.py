@@ -6,6 +6,8 @@
 - :func:`gradcam_figure`: image, base-model map and LSNPC map side by side, saved atomically.
 - :func:`grad_cam`: the method itself for any score function and layer; :func:`resnet_backbone`:
   a torchvision ResNet as one module over images.
+- :func:`plot_training`: a fit's training curve (loss and the score that chose the epoch, the epoch
+  kept marked), from a fitted LSNPC or its ``history_``.
 
 This package imports the corrector and torch; nothing in lsnpc imports it except the command line
 and the experiments.
@@ -13,6 +15,7 @@ and the experiments.
 
 from .figure import gradcam_figure
 from .gradcam import classifier_cams, corrected_cams, corrected_probabilities, grad_cam, resnet_backbone
+from .training_curve import plot_training
 
 __all__ = [
     "classifier_cams",
@@ -20,5 +23,6 @@ __all__ = [
     "corrected_probabilities",
     "grad_cam",
     "gradcam_figure",
+    "plot_training",
     "resnet_backbone",
 ]
