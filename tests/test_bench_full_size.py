@@ -116,3 +116,17 @@ def test_scores_tunes_on_validation_and_reports_ranking():
     assert out["half_micro"] == 0.0 and out["map"] == pytest.approx(1.0)
     assert out["wide_micro"] == pytest.approx(1.0) and out["wide_t"] == pytest.approx(0.1)
     assert out["tuned_micro"] == 0.0  # the library's grid stops at 0.2
+
+
+def test_diagnosis_summary_averages_the_noisy_settings_against_the_base_model(capsys):
+    from diag_full_size import print_report
+
+    def row(probe, rate, micro, macro):
+        return dict(dataset="d", base="protocol", kind="symmetric", rate=rate, probe=probe, tuned_micro=micro,
+                    tuned_macro=macro, wide_micro=micro, wide_macro=macro, map=0.5, mean_prob=0.1, sharpness=0.2)
+
+    rows = [row("base", 0.0, 0.60, 0.50), row("corr", 0.0, 0.58, 0.49), row("base", 0.3, 0.50, 0.40),
+            row("corr", 0.3, 0.53, 0.38), row("base", 0.5, 0.40, 0.30), row("corr", 0.5, 0.41, 0.30)]
+    print_report(rows)
+    # 30–50%: micro (+3 + 1) / 2 = +2.0, macro (−2 + 0) / 2 = −1.0; at 0%: −2.0 / −1.0
+    assert "| d | protocol | corr | 2 | +2.0 / -1.0 | -2.0 / -1.0 |" in capsys.readouterr().out
