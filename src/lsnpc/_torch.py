@@ -4,7 +4,7 @@ No global state is changed: seeding happens inside :func:`seeded`, which forks t
 caller's random stream is untouched. The one exception is forced by the operating system: a process
 forked after its parent ran torch on several CPU threads cannot use those threads (torch's OpenMP pool
 does not survive a fork, and its first parallel operation would wait forever), so such a child is set
-to one thread when it starts (:func:`num_threads`; docs/threads-and-fork.md).
+to one thread when it starts (:func:`num_threads`; the README, "Speed and threads").
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def num_threads(n: int | None) -> Iterator[None]:
     """Run the body with ``torch.set_num_threads(n)`` (None: leave as is), restoring it after.
 
     In a process forked after its parent ran torch on several threads, ``n`` above 1 runs on one thread,
-    with a warning: more would hang (docs/threads-and-fork.md).
+    with a warning: more would hang (the README, "Speed and threads").
     """
     if n is None:
         _Threads.started = _Threads.started or torch.get_num_threads() > 1

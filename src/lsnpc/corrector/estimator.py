@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Callable, Sequence
-from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -26,43 +25,43 @@ from .._numerics import standardization
 from .._torch import as_tensor, num_threads, resolve_device, seeded, torch_seed_from
 from .._validation import (
     check_array,
-    check_bool,
-    check_in_choices,
     check_is_fitted,
     check_labelled_triple,
-    check_multilabel,
     check_n_features,
     check_probabilities,
     check_random_state,
     check_same_n_samples,
-    check_scalar,
 )
 from . import blend as blending
+from .checks import (
+    check_labels,
+    check_params,
+    check_threshold,
+    warn_if_far_from_training,
+    warn_if_flat,
+)
 from .config import ModelSpec, TrainingConfig, build_model
 from .inference import predict_corrected
 from .label_methods import LabelIssueMethods
-from .model import LATENT_FAMILIES, StandardizedMLPEncoder, infer_output_dim
+from .model import infer_output_dim
 from .names import check_names, column_names
 from .persistence import restore_corrector, save_corrector
 from .plan import FitPlan, make_plan
 from .report import Decision, FitReport
 from .student import LabelStudent, fit_student
-from .threshold import DEFAULT_THRESHOLDS, check_thresholds, count_threshold, tune_threshold, within_count
+from .threshold import (
+    DEFAULT_THRESHOLDS,
+    check_thresholds,
+    count_threshold,
+    tune_threshold,
+    within_count,
+)
 from .training import TrainingData, train_latent_shift_model
 
 __all__ = ["LSNPC"]
 
-SELECTIONS = ("auto", "val_f1", "noisy_f1", "noisy_elbo", "last")
-FEEDS = ("sample", "probs")
-SCHEDULES = ("cosine", "paper", "constant")
 # the student's share of the output beside the post-hoc correction: their mean
 STUDENT_SHARE = 0.5
-# fit warns of a flat base model: probabilities resolving less than this share of the labels' variance around a
-# mean of at least SPARSE_DENSITY (an untrained model, or an early checkpoint)
-FLAT_SHARPNESS = 0.05
-# predict warns past this many training standard deviations (no training value can lie that far from the
-# training mean unless the training set has about a million rows: the bound is sqrt(n - 1))
-_FAR_FROM_TRAINING = 1e3
 
 
 class LSNPC(LabelIssueMethods, BaseEstimator):
@@ -208,40 +207,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
         """Check every constructor parameter (called by fit, and by load on a saved config)."""
-        check_in_choices(self.latent, "latent", LATENT_FAMILIES)
-        for name in ("nu", "nu0", "lr"):
-            check_scalar(getattr(self, name), name, low=0, low_inclusive=False)
-        check_scalar(self.beta, "beta", low=0)
-        check_scalar(self.weight_decay, "weight_decay", low=0)
-        check_scalar(self.eta, "eta", low=0, high=1)
-        for name in ("min_steps", "epochs"):
-            _check_auto_or_int(getattr(self, name), name)
-        for name in ("latent_dim", "label_embedding_dim", "hidden_dim", "batch_size", "n_samples", "min_val_rows"):
-            check_scalar(getattr(self, name), name, kind=Integral, low=1)
-        check_in_choices(self.selection, "selection", SELECTIONS)
-        check_in_choices(self.train_feed, "train_feed", FEEDS)
-        check_in_choices(self.predict_feed, "predict_feed", FEEDS)
-        check_in_choices(self.schedule, "schedule", SCHEDULES)
-        candidates = np.asarray(self.blend_candidates if not isinstance(self.blend_candidates, str) else [-1.0])
-        if candidates.ndim != 1 or candidates.dtype.kind not in "fiu" or not ((candidates >= 0) & (candidates <= 1)).all():
-            raise ValueError(f"blend_candidates must be a sequence of base-model weights in [0, 1], got "
-                             f"{self.blend_candidates!r:.80}")
-        check_scalar(self.blend_confidence, "blend_confidence", low=0, high=1, low_inclusive=False)
-        check_scalar(self.prior_base_weight, "prior_base_weight", low=0, high=1)
-        if not (isinstance(self.threshold, str) and self.threshold == "auto"):
-            _check_threshold(self.threshold, "threshold", auto=True)
-        check_thresholds(self.threshold_grid, "threshold_grid")
-        check_scalar(self.count_floor, "count_floor", low=0, high=1, low_inclusive=False)
-        check_scalar(self.count_growth, "count_growth", low=1)
-        check_scalar(self.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
-        if self.n_threads is not None:
-            check_scalar(self.n_threads, "n_threads", kind=Integral, low=1)
-        for name in ("warm_start", "student", "guard", "verbose"):
-            check_bool(getattr(self, name), name)
-        check_random_state(self.random_state)
-        resolve_device(self.device)
-        if self.encoder is not None and not isinstance(self.encoder, nn.Module):
-            raise ValueError(f"encoder must be a torch.nn.Module or None, got {type(self.encoder).__name__}")
+        check_params(self)
 
     def _check_X(self, X: Any, name: str, *, min_samples: int = 1) -> np.ndarray:
         """X must be 2-d, or any rank >= 2 when a user encoder (e.g. over spatial maps) takes it."""
@@ -283,11 +249,11 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         Xa = self._check_X(X, "X", min_samples=2)
         P = check_probabilities(pred_probs, "pred_probs", min_samples=2)
         check_same_n_samples(X=Xa, pred_probs=P)
-        given = None if labels is None else _check_labels(labels, P)
+        given = None if labels is None else check_labels(labels, P)
         same = {"check_X": self._check_X, "sample_shape": Xa.shape[1:], "n_labels": P.shape[1]}
         clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **same)
         val = check_labelled_triple("val", X_val, y_val, pred_probs_val, **same)
-        _warn_if_flat(P)
+        warn_if_flat(P)
         plan = make_plan(
             n_rows=len(P), n_val=0 if val is None else len(val[1]),
             n_val_positives=0 if val is None else int(np.count_nonzero(val[1])), labels=given is not None,
@@ -441,25 +407,8 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
                 check_n_features(Xa, "X", self.n_features_in_, "features")
             raise ValueError(f"X has sample shape {Xa.shape[1:]}, but fit saw {self.input_shape_}")
         check_n_features(P, "pred_probs", self.n_labels_, "labels")
-        self._warn_if_far_from_training(Xa)
+        warn_if_far_from_training(self.model_.data_encoder, Xa)
         return Xa, P
-
-    def _warn_if_far_from_training(self, X: np.ndarray) -> None:
-        """Warn when X lies far outside the training data (LSNPC's own encoder knows its mean and scale): there
-        the networks saturate and the correction is an extrapolation, not a measurement."""
-        encoder = self.model_.data_encoder
-        if not isinstance(encoder, StandardizedMLPEncoder) or not X.size:
-            return
-        flat = X.reshape(len(X), -1)
-        mean = encoder.mean.detach().cpu().numpy().astype(np.float64)
-        scale = encoder.scale.detach().cpu().numpy().astype(np.float64)
-        far = np.maximum(flat.max(0) - mean, mean - flat.min(0)) / scale  # per feature: no (n, d) temporary
-        feature = int(np.argmax(far))
-        if far[feature] > _FAR_FROM_TRAINING:
-            row = int(np.argmax(np.abs(flat[:, feature] - mean[feature])))
-            warnings.warn(f"X lies far outside the training data: row {row}, feature {feature} is {far[feature]:.3g} "
-                          f"training standard deviations from the training mean (more than {_FAR_FROM_TRAINING:g}); "
-                          "the corrected probabilities there are an extrapolation", UserWarning, stacklevel=3)
 
     def _raw_correct(self, X: np.ndarray, P: np.ndarray) -> np.ndarray:
         """The correction equation (n, L) by Monte Carlo with the model's fixed draws."""
@@ -502,7 +451,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
     def predict(self, X: Any, pred_probs: Any, threshold: float | None = None) -> np.ndarray:
         """Corrected 0/1 labels (n, L) int64: ``predict_proba(X, pred_probs) >= threshold`` (None: ``threshold_``)."""
         check_is_fitted(self, "model_")
-        threshold = self.threshold_ if threshold is None else _check_threshold(threshold, "threshold")
+        threshold = self.threshold_ if threshold is None else check_threshold(threshold, "threshold")
         return (self.predict_proba(X, pred_probs) >= threshold).astype(np.int64)
 
     # ------------------------------------------------------------------ persistence
@@ -522,39 +471,3 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         code: pass a module of the same architecture as ``encoder``."""
         return restore_corrector(cls, path, encoder=encoder, device=device)
 
-
-def _check_threshold(value: Any, name: str, *, auto: bool = False) -> float:
-    """``value`` as a float in (0, 1]; with ``auto`` the error says that "auto" is accepted too."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value <= 1:
-        expected = "'auto' or a number" if auto else "a number"
-        raise ValueError(f"{name} must be {expected} in (0, 1], got {value!r}")
-    return float(value)
-
-
-def _check_labels(labels: Any, P: np.ndarray) -> np.ndarray:
-    given = check_multilabel(labels, "labels", n_labels=P.shape[1], min_samples=2)
-    check_same_n_samples(pred_probs=P, labels=given)
-    if not given.any():
-        raise ValueError(f"labels holds no positive entry in its {len(given)} rows: F1 against it is 0 for every "
-                         "epoch and every output, so it can test nothing; pass the labels the base model was trained "
-                         "on, or leave labels out")
-    return given
-
-
-def _warn_if_flat(P: np.ndarray) -> None:
-    """Warn of base probabilities that barely vary from row to row around a mean that is not small: an untrained
-    model's or an early checkpoint's, which leave LSNPC little to correct. (A flat model around a small mean is
-    what a weak but trained model on very sparse labels looks like; LSNPC gains there, so it gets no warning.)"""
-    sharpness, density = blending.base_sharpness(P), blending.base_density(P)
-    if sharpness < FLAT_SHARPNESS and density >= blending.SPARSE_DENSITY:
-        warnings.warn(
-            f"pred_probs barely vary from row to row: they resolve {sharpness:.1%} of the labels' variance around a "
-            f"mean probability of {density:.3g}. A base model like this (untrained, or an early checkpoint) leaves "
-            "LSNPC little to correct: check how it was trained and which epoch was kept", UserWarning, stacklevel=3)
-
-
-def _check_auto_or_int(value: Any, name: str) -> None:
-    if isinstance(value, str) and value == "auto":
-        return
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be 'auto' or an integer >= 1, got {value!r}")

@@ -19,7 +19,8 @@ One table (``docs/design.md`` explains each choice and the numbers behind it)::
   refused: the base model is handed back.
 - "label count": the lowest threshold of the grid from ``count_floor`` at which the output on the training rows
   predicts no more labels a row than the noisy labels hold, or without them than the base model expects
-  (Σ_j p_ij, averaged over the training rows). Held-out noisy labels tune the threshold only among those
+  (Σ_j p_ij, averaged over the training rows, but at most ``count_growth`` times the output's own count at 0.5:
+  a flat base model expects more labels than the data hold). Held-out noisy labels tune the threshold only among those
   thresholds: F1 against noisy labels rewards predicting the labels the noise added.
 - ``guard=False``: no blend; a given ``threshold``: used as it is.
 
