@@ -25,6 +25,9 @@ Probes (``--probes``):
   trunk      encoder=base.trunk_ (the protocol base model only)
   semi       with the val1 clean set trained on (Algorithm 1)
   learned    latent="learned": ν_θ(x, ŷ) per row; records its mean
+  guard      LSNPC() and LSNPC(guard=False): the guard's choice and its evidence (``report_["blend"]``), and the
+             blends (1 − w) · output + w · P for w = 0, ½, 1 scored like every probe ("guard-w0", "guard-w0.5",
+             "guard-w1"): does the guard, which decides at 0.5, keep what wins at tuned thresholds?
   ceiling    not LSNPC: a linear map of the base model's logits, logit(P) W + b → y, fitted on the *true* labels
              of the train rows (W from the identity, L2 towards it): what a post-hoc function of the base
              probabilities alone can buy at best; and ``ceiling-val1``, the same fitted on the clean val1 rows
@@ -53,7 +56,7 @@ import bench_quality as bq
 import numpy as np
 from bench_full_size import prepare
 
-PROBES = ("corr", "readsp", "betasum", "beta1e-4", "trunk", "semi", "learned", "ceiling")
+PROBES = ("corr", "readsp", "betasum", "beta1e-4", "trunk", "semi", "learned", "ceiling", "guard")
 BASES = ("protocol", "converged")
 WIDE_GRID = tuple(np.round(np.concatenate([np.arange(0.01, 0.2, 0.01), np.arange(0.2, 0.5001, 0.025)]), 4))
 EQ9_DRAWS = 64
@@ -233,6 +236,8 @@ def run_probe(s: dict, probe: str, seed: int, extra: dict | None = None) -> list
         params["latent"] = "learned"
     elif probe == "readsp":
         return _reads_p(s, seed, params, kwargs)
+    elif probe == "guard":
+        return _guard(s, seed, extra or {}, kwargs)
     started = time.perf_counter()
     corrector = LSNPC(**params).fit(X[tr], P_tr, **kwargs)
     seconds = time.perf_counter() - started
@@ -281,6 +286,29 @@ def _reads_p(s: dict, seed: int, params: dict, kwargs: dict) -> list[dict]:
         with_latent = decoder(h, z)
         without = decoder(h, torch.zeros_like(z))
     rows[0].update(logit_sd_total=float(with_latent.std(0).mean()), logit_sd_latent=float((with_latent - without).std(0).mean()))
+    return rows
+
+
+def _guard(s: dict, seed: int, extra: dict, kwargs: dict) -> list[dict]:
+    """LSNPC()'s blend decision beside the blends of its unguarded output with P (see ``guard`` in the docstring)."""
+    from lsnpc import LSNPC
+
+    X, Y, Xt, Yt = s["X"], s["Y"], s["Xt"], s["Yt"]
+    tr, v0 = s["split"]["train"], s["split"]["val0"]
+    P_tr, P_v0, _, P_te = s["P"]
+    guarded = LSNPC(random_state=seed, **extra).fit(X[tr], P_tr, **kwargs)
+    blend = guarded.report_["blend"]
+    free = LSNPC(random_state=seed, **{**extra, "guard": False}).fit(X[tr], P_tr, **kwargs)
+    Q_v0, Q_te = free.predict_proba(X[v0], P_v0), free.predict_proba(Xt, P_te)
+    rows = [dict(probe="guard", base_weight=blend.choice, blend_method=blend.method,
+                 loss_support=blend.evidence.get("loss_support"),
+                 **scores(Y[v0], guarded.predict_proba(X[v0], P_v0), Yt, guarded.predict_proba(Xt, P_te)))]
+    for w in (0.0, 0.5, 1.0):
+        mix_v0, mix_te = (1 - w) * Q_v0 + w * P_v0, (1 - w) * Q_te + w * P_te
+        row = dict(probe=f"guard-w{w:g}", **scores(Y[v0], mix_v0, Yt, mix_te))
+        row.update({f"val_{k}": v for k, v in scores(Y[v0], mix_v0, Y[v0], mix_v0).items()
+                    if k in ("tuned_micro", "tuned_macro", "half_micro", "half_macro")})
+        rows.append(row)
     return rows
 
 

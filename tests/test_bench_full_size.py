@@ -130,3 +130,18 @@ def test_diagnosis_summary_averages_the_noisy_settings_against_the_base_model(ca
     print_report(rows)
     # 30–50%: micro (+3 + 1) / 2 = +2.0, macro (−2 + 0) / 2 = −1.0; at 0%: −2.0 / −1.0
     assert "| d | protocol | corr | 2 | +2.0 / -1.0 | -2.0 / -1.0 |" in capsys.readouterr().out
+
+
+def test_guard_probe_reports_the_blend_decision_and_the_three_blends(tmp_path):
+    out = tmp_path / "diag.jsonl"
+    command = [sys.executable, str(BENCHMARKS / "diag_full_size.py"), "--configs", f"{SMALL}@full", "--noise",
+               "symmetric:0.3", "--bases", "converged", "--probes", "guard", "--set", "epochs=2", "--out", str(out)]
+    subprocess.run(command, capture_output=True, text=True, check=True)
+    rows = {r["probe"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert set(rows) == {"base", "guard", "guard-w0", "guard-w0.5", "guard-w1"}
+    # this set's triple is under 20 rows, so the guard has no validation test here; its method is recorded
+    assert rows["guard"]["blend_method"] in ("validation test", "collapse", "noisy-label test", "prior")
+    assert 0.0 <= rows["guard"]["base_weight"] <= 1.0
+    # w = 1 is the base model itself: the same tuned test scores
+    assert rows["guard-w1"]["tuned_micro"] == pytest.approx(rows["base"]["tuned_micro"])
+    assert all(0 <= rows[p]["val_tuned_micro"] <= 1 for p in ("guard-w0", "guard-w0.5", "guard-w1"))
