@@ -74,7 +74,7 @@ def noisy_and_oof(X, Y, kind: str, rate: float, seed: int, cache: str | None, na
 
 def retrain(X, Y, Xt, Yt, seed: int, repeats: int = 1) -> tuple[float, float]:
     """Test (micro, macro)-F1 in percent of a base MLP trained on (X, Y): the mean over ``repeats`` MLP
-    seeds, ``seed + 1000 i`` (``repeats=1``: the seed alone, as the tables before 2026-11-27)."""
+    seeds, ``seed + 1000 i`` (``repeats=1``: the seed alone)."""
     from lsnpc import MLPClassifier
     from lsnpc.metrics import macro_f1, micro_f1
 
@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="folder to keep noisy labels and out-of-fold probabilities in")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--retrain-seeds", type=int, default=3,
-                        help="MLP seeds each retraining's F1 is averaged over (1: the tables before 2026-11-27)")
+                        help="MLP seeds each retraining's F1 is averaged over (1: one seed)")
     parser.add_argument("--choose", nargs="+", default=["scene", "yeast"],
                         help="the data sets the design was chosen on: summarised apart from the others")
     parser.add_argument("--csv", default=None, help="also write every setting's row to this CSV")
