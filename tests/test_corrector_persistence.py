@@ -261,7 +261,7 @@ def test_corrupt_and_foreign_configs_are_refused(saved: Path, tmp_path: Path) ->
     with pytest.raises(ValueError, match="not valid JSON"):
         LSNPC.load(saved)
     (saved / "config.json").write_text(json.dumps({"format": "something-else"}))
-    with pytest.raises(ValueError, match="not an LSNPC config"):
+    with pytest.raises(ValueError, match="not the config of a saved LSNPC model"):
         LSNPC.load(saved)
     (saved / "config.json").write_text(json.dumps({"format": "lsnpc", "format_version": 99}))
     with pytest.raises(ValueError, match="format_version"):

@@ -107,9 +107,11 @@ def saved_folder(path: str | Path, *, owned: Collection[str], overwrite: bool) -
         raise FileExistsError(str(exc).replace("replace=True", "overwrite=True")) from None
 
 
-def read_config(path: str | Path, *, fmt: str, versions: tuple[int, ...], what: str) -> dict[str, Any]:
+def read_config(path: str | Path, *, fmt: str, versions: tuple[int, ...], what: str,
+                older: str | None = None) -> dict[str, Any]:
     """The checked config of the folder ``path``: valid JSON, of format ``fmt`` and a readable version, whose
-    ``config_sha256`` matches its content. One ValueError that says what is wrong otherwise."""
+    ``config_sha256`` matches its content. One ValueError that says what is wrong otherwise; ``older``, what to
+    do about a folder of a version older than any of ``versions`` (refused before its checksum is read)."""
     path = user_path(path)
     config_path = path / CONFIG_NAME
     if not path.is_dir():
@@ -124,6 +126,9 @@ def read_config(path: str | Path, *, fmt: str, versions: tuple[int, ...], what: 
         found = config.get("format") if isinstance(config, dict) else None
         raise ValueError(f"{config_path} is not the config of a saved {what} (format {found!r}, expected {fmt!r})")
     version = config.get("format_version")
+    if older is not None and isinstance(version, int) and not isinstance(version, bool) and version < min(versions):
+        raise ValueError(f"{config_path} was written by an older lsnpc (format version {version}); this lsnpc "
+                         f"reads version {max(versions)}: {older}")
     if isinstance(version, bool) or version not in versions:
         raise ValueError(f"{config_path} has format_version {version!r}; this lsnpc reads "
                          f"{', '.join(map(str, versions))} (a newer lsnpc wrote it?)")

@@ -39,9 +39,9 @@ from .._io import atomic_write_json, user_path
 from .._saving import (
     CONFIG_NAME,
     check_target,
-    config_digest,
     file_digest,
     jsonable,
+    read_config,
     saved_folder,
     saved_format,
     seal,
@@ -273,30 +273,12 @@ def _weights_entry(config: dict[str, Any], key: str, file_name: str, config_path
 
 
 def _read_config(path: Path) -> dict[str, Any]:
+    config = read_config(path, fmt=FORMAT, versions=(FORMAT_VERSION,), what="LSNPC model",
+                         older="fit the corrector again")
     config_path = path / CONFIG_NAME
-    if not path.is_dir():
-        raise ValueError(f"path {str(path)!r} is not a saved LSNPC directory (expected a folder with {CONFIG_NAME})")
-    if not config_path.is_file():
-        raise ValueError(f"{str(path)!r} has no {CONFIG_NAME}: not a saved LSNPC model")
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{config_path} is corrupt (not valid JSON): {exc}") from exc
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise ValueError(f"{config_path} is not an LSNPC config (format field is {config.get('format')!r})"
-                         if isinstance(config, dict) else f"{config_path} is not an LSNPC config")
-    version = config.get("format_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version < FORMAT_VERSION:
-        raise ValueError(f"{config_path} was written by an older lsnpc (format version {version}); this lsnpc "
-                         f"reads version {FORMAT_VERSION}: fit the corrector again")
-    if version != FORMAT_VERSION or isinstance(version, bool):
-        raise ValueError(f"{config_path} has format_version {version!r}; this lsnpc reads version {FORMAT_VERSION} "
-                         "(a newer lsnpc wrote it?)")
-    for key in ("params", "fitted", "encoder", "weights", "config_sha256"):
+    for key in ("params", "fitted", "encoder", "weights"):
         if key not in config:
             raise ValueError(f"{config_path} is incomplete: missing {key!r}")
-    if config["config_sha256"] != config_digest(config):
-        raise ValueError(f"{config_path} is damaged or was edited: its content does not match its config_sha256")
     if not isinstance(config["params"], dict) or not isinstance(config["fitted"], dict):
         raise ValueError(f"{config_path} is damaged: 'params' and 'fitted' must be JSON objects")
     if config["encoder"] not in ("user", "builtin"):
