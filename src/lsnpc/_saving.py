@@ -28,7 +28,8 @@ import numpy as np
 from ._io import atomic_directory, check_replaceable, user_path
 
 __all__ = ["CONFIG_NAME", "jsonable", "config_digest", "seal", "file_digest", "saved_format", "check_target",
-           "saved_folder", "read_config", "check_file", "write_tensors", "read_tensors"]
+           "saved_folder", "read_config", "check_file", "write_tensors", "read_safetensors", "read_tensors",
+           "is_int"]
 
 CONFIG_NAME = "config.json"
 
@@ -160,18 +161,29 @@ def write_tensors(path: Path, tensors: Mapping[str, Any], *, fmt: str) -> str:
     return file_digest(path)
 
 
-def read_tensors(folder: Path, name: str, sha256: Any) -> dict[str, Any]:
-    """The tensors of the safetensors file ``name`` in ``folder``, checked: its recorded SHA-256, readable,
-    every floating tensor finite."""
+def read_safetensors(folder: Path, name: str, sha256: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The tensors and the metadata of the safetensors file ``name`` in ``folder``, checked: its recorded
+    SHA-256, readable, every floating tensor finite."""
     from safetensors import SafetensorError, safe_open
 
     target = check_file(folder, name, sha256)
     try:
         with safe_open(str(target), framework="pt", device="cpu") as fh:
-            tensors = {key: fh.get_tensor(key) for key in fh.keys()}
+            metadata = fh.metadata() or {}
+            tensors = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 (a safe_open handle)
     except (SafetensorError, OSError, ValueError) as exc:
         raise ValueError(f"{target} is corrupt or not a safetensors file: {exc}") from exc
     bad = [k for k, v in tensors.items() if v.is_floating_point() and not bool(v.isfinite().all())]
     if bad:
         raise ValueError(f"{target} is damaged: non-finite values in {', '.join(bad[:3])}")
-    return tensors
+    return tensors, metadata
+
+
+def read_tensors(folder: Path, name: str, sha256: Any) -> dict[str, Any]:
+    """The tensors of :func:`read_safetensors`, without the metadata."""
+    return read_safetensors(folder, name, sha256)[0]
+
+
+def is_int(value: Any, low: int, high: float = math.inf) -> bool:
+    """Whether a value read from a config is an integer (not a bool) in [low, high]."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high

@@ -26,6 +26,7 @@ from lsnpc._io import atomic_write_json, user_path
 from lsnpc._saving import (
     CONFIG_NAME,
     check_target,
+    is_int,
     read_config,
     read_tensors,
     saved_folder,
@@ -77,10 +78,6 @@ def save_classifier(model: Any, path: str | Path, *, classes: Mapping[str, type]
     return target
 
 
-def _is_count(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
 def _check_fitted(raw: Any, config_path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict) or any(field not in raw for field in _FITTED):
         raise ValueError(f"{config_path} is damaged: 'fitted' must hold {', '.join(_FITTED)}")
@@ -89,12 +86,12 @@ def _check_fitted(raw: Any, config_path: Path) -> dict[str, Any]:
         return ValueError(f"{config_path} is damaged: fitted field {field} must be {what}, got {raw[field]!r:.80}")
 
     for field in ("n_features_in_", "n_labels_", "embedding_dim_"):
-        if not _is_count(raw[field], 1):
+        if not is_int(raw[field], 1):
             raise bad(field, "a positive integer")
-    if not _is_count(raw["best_epoch_"], 0):
+    if not is_int(raw["best_epoch_"], 0):
         raise bad("best_epoch_", "a non-negative integer")
     shape = raw["input_shape_"]
-    if not isinstance(shape, list) or not shape or not all(_is_count(s, 1) for s in shape) or shape[0] != raw["n_features_in_"]:
+    if not isinstance(shape, list) or not shape or not all(is_int(s, 1) for s in shape) or shape[0] != raw["n_features_in_"]:
         raise bad("input_shape_", "a list of positive integers starting with n_features_in_")
     history = raw["history_"]
     if not isinstance(history, dict) or not all(isinstance(v, list) for v in history.values()):

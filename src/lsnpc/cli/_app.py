@@ -55,6 +55,7 @@ app.add_typer(experiment_app, name="experiment")
 F = TypeVar("F", bound=Callable[..., Any])
 
 JSON_OPTION = typer.Option("--json", help="Print the result as one JSON document instead of text.")
+DEVICE_OPTION = typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")
 THREADS_HELP = ("Torch CPU threads (default 1: as fast as more on an idle machine for these networks, "
                 "and several times faster when other programs keep the cores busy).")
 

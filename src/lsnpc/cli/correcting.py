@@ -9,8 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _check_device, _check_label_arrays, _console, _metrics_table, _parse_sets,
-    _print_json, _progress, _read, _refuse_existing, _refuse_input_as_output, _status, _user_errors, app,
+    DEVICE_OPTION, JSON_OPTION, THREADS_HELP, _OWN_FLAGS, _check_device, _check_label_arrays, _console,
+    _metrics_table, _parse_sets, _print_json, _progress, _read, _refuse_existing, _refuse_input_as_output, _status,
+    _user_errors, app,
 )
 
 # ----------------------------------------------------------------------------- demo
@@ -33,7 +34,7 @@ def demo(
     max_train: Annotated[int | None, typer.Option(help="Use at most this many training samples (faster).")] = None,
     lsnpc_epochs: Annotated[int | None, typer.Option(help="LSNPC training epochs (default: the library's).")] = None,
     mlp_epochs: Annotated[int | None, typer.Option(help="Base MLP training epochs (default: the library's).")] = None,
-    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
     threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
     as_json: Annotated[bool, JSON_OPTION] = False,
 ) -> None:
@@ -159,7 +160,7 @@ def fit(
                                                    help="Any other LSNPC parameter, NAME=VALUE (repeatable), "
                                                         "e.g. --set beta=0.01 --set nu0=3.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the model's initialisation and sampling.")] = 0,
-    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
     threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
     force: Annotated[bool, typer.Option("--force", help="Replace a model saved before at --out.")] = False,
     as_json: Annotated[bool, JSON_OPTION] = False,

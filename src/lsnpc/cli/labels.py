@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
-    JSON_OPTION, THREADS_HELP, _check_device, _check_label_arrays, _console, _parse_sets, _print_json, _progress,
-    _read, _refuse_existing, _refuse_input_as_output, _user_errors, app,
+    DEVICE_OPTION, JSON_OPTION, THREADS_HELP, _check_device, _check_label_arrays, _console, _parse_sets, _print_json,
+    _progress, _read, _refuse_existing, _refuse_input_as_output, _user_errors, app,
 )
 
 
@@ -26,7 +26,7 @@ def label_issues(
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Any LSNPC parameter, NAME=VALUE (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same issues.")] = 0,
-    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
     threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
 ) -> None:
     """Find the labels that look wrong and suggest what they should be (LSNPC's label posterior).

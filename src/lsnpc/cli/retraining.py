@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ._app import (
+    DEVICE_OPTION,
     JSON_OPTION,
     THREADS_HELP,
     _check_device,
@@ -44,7 +45,7 @@ def retrain(
                                            "LSNPC (slower).")] = True,
     epochs: Annotated[int | None, typer.Option(help="Epochs of lsnpc's MLP (default: the library's).")] = None,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same model.")] = 0,
-    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
     threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
     force: Annotated[bool, typer.Option("--force", help="Replace a model saved before at --out.")] = False,
     as_json: Annotated[bool, JSON_OPTION] = False,
@@ -106,7 +107,7 @@ def correct_labels(
                                                     "Default: those of lsnpc's MLP, --cv folds.")] = None,
     cv: Annotated[int, typer.Option(help="Folds of the out-of-fold probabilities (without --probs).")] = 5,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same labels.")] = 0,
-    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:N or auto.")] = "cpu",
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
     threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists (never an input).")] = False,
     as_json: Annotated[bool, JSON_OPTION] = False,

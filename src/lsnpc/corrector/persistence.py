@@ -25,13 +25,11 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
@@ -40,8 +38,10 @@ from .._saving import (
     CONFIG_NAME,
     check_target,
     file_digest,
+    is_int,
     jsonable,
     read_config,
+    read_safetensors,
     saved_folder,
     saved_format,
     seal,
@@ -155,17 +155,8 @@ class SavedCorrector:
         not those of the config.
         """
         weights = self.path / (STUDENT_WEIGHTS_NAME if student else WEIGHTS_NAME)
-        if not weights.is_file():
-            raise ValueError(f"{str(self.path)!r} has no {weights.name}: the saved model is incomplete")
-        expected_sha256 = self.student_sha256 if student else self.weights_sha256
-        if file_digest(weights) != expected_sha256:
-            raise ValueError(f"{weights} is damaged: its SHA-256 does not match the one in {CONFIG_NAME}")
-        try:
-            with safe_open(str(weights), framework="pt", device="cpu") as fh:
-                metadata = fh.metadata() or {}
-                state = {name: fh.get_tensor(name) for name in fh.keys()}
-        except (SafetensorError, OSError, ValueError) as exc:
-            raise ValueError(f"{weights} is corrupt or not a safetensors file: {exc}") from exc
+        state, metadata = read_safetensors(self.path, weights.name,
+                                           self.student_sha256 if student else self.weights_sha256)
         if not student and "model_spec" not in metadata:
             raise ValueError(f"{weights} holds no description of its model: it was not written with {CONFIG_NAME}")
         if not student and metadata["model_spec"] != _spec_json(self.params):
@@ -180,9 +171,6 @@ class SavedCorrector:
             if name in expected and name in state and not torch.equal(state[name], expected[name].cpu()):
                 raise ValueError(f"{weights} holds {name}={state[name].item():g}, but {CONFIG_NAME} says "
                                  f"{name}={expected[name].item():g}: the files do not belong together")
-        bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
-        if bad:
-            raise ValueError(f"{weights} is damaged: non-finite values in {', '.join(bad[:3])}")
         try:
             model.load_state_dict(state, strict=True)
         except RuntimeError as exc:
@@ -286,10 +274,6 @@ def _read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def _is_int(value: Any, low: int, high: float = math.inf) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool) and low <= value <= high
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -309,14 +293,14 @@ def _check_fitted(raw: dict[str, Any], params: dict[str, Any], config_path: Path
 
     fitted = dict(raw)
     for name in ("n_features_in_", "n_labels_", "data_dim_", "epochs_"):
-        if not _is_int(fitted[name], 1):
+        if not is_int(fitted[name], 1):
             raise bad(name, "a positive integer")
-    if not _is_int(fitted["best_epoch_"], 0, fitted["epochs_"]):
+    if not is_int(fitted["best_epoch_"], 0, fitted["epochs_"]):
         raise bad("best_epoch_", f"an integer in [0, epochs_ = {fitted['epochs_']}]")
-    if not _is_int(fitted["predict_seed_"], 0, 2**63 - 1):
+    if not is_int(fitted["predict_seed_"], 0, 2**63 - 1):
         raise bad("predict_seed_", "an integer in [0, 2**63)")
     shape = fitted["input_shape_"]
-    if not isinstance(shape, list) or not shape or not all(_is_int(s, 1) for s in shape):
+    if not isinstance(shape, list) or not shape or not all(is_int(s, 1) for s in shape):
         raise bad("input_shape_", "a list of positive integers")
     if math.prod(shape) != fitted["n_features_in_"]:
         raise bad("input_shape_", f"a shape of n_features_in_ = {fitted['n_features_in_']} values")

@@ -29,6 +29,7 @@ from .._saving import (
     check_file,
     check_target,
     file_digest,
+    is_int,
     read_config,
     read_tensors,
     saved_folder,
@@ -134,7 +135,7 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
     except ValueError as exc:
         raise ValueError(f"{config_path} is damaged: {exc}") from exc
     n_features, n_labels, threshold = (fitted.get(k) for k in ("n_features_in_", "n_labels_", "threshold_"))
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (n_features, n_labels)):
+    if not all(is_int(v, 1) for v in (n_features, n_labels)):
         raise ValueError(f"{config_path} is damaged: n_features_in_ and n_labels_ must be positive integers")
     if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 < threshold <= 1:
         raise ValueError(f"{config_path} is damaged: threshold_ must be a number in (0, 1], got {threshold!r}")
