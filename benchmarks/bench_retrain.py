@@ -175,9 +175,10 @@ def main() -> None:
     print_tables(rows, args.choose, wanted)
 
 
-def print_tables(rows: list[dict], choose: list[str], configs: set[tuple[str, str]] | None = None) -> None:
-    """Per setting (mean over seeds) the noisy-trained model's F1 and every method's Δ, then the summary
-    against the bar, for the sets in ``choose`` and for the others apart."""
+def print_tables(rows: list[dict], choose: list[str], configs: set[tuple[str, str]] | None = None, *,
+                 methods: tuple[str, ...] = METHODS) -> None:
+    """Per setting (mean over seeds) the noisy-trained model's F1 and every one of ``methods``' Δ, then the
+    summary against the bar, for the sets in ``choose`` and for the others apart."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
@@ -190,7 +191,7 @@ def print_tables(rows: list[dict], choose: list[str], configs: set[tuple[str, st
         df = df[[(d, r) in configs for d, r in zip(df.dataset, df.requested)]]
     setting = ["dataset", "size", "kind", "rate"]
     wide = df.pivot_table(index=[*setting, "seed"], columns="method", values=["micro", "macro"])
-    methods = [m for m in METHODS if ("micro", m) in wide.columns]
+    methods = [m for m in methods if ("micro", m) in wide.columns]
     for group, sets in (("chosen on", lambda d: d.isin(choose)), ("kept aside", lambda d: ~d.isin(choose))):
         part = wide[sets(wide.index.get_level_values("dataset"))]
         if part.empty:

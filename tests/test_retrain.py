@@ -23,6 +23,7 @@ from lsnpc import (
     simulate_noise,
     tune_threshold,
 )
+from lsnpc._saving import seal
 from lsnpc.data import load_dataset
 from lsnpc.metrics import macro_f1, micro_f1
 from lsnpc.model_selection import multilabel_folds
@@ -89,10 +90,12 @@ def test_the_report_records_every_candidate_and_what_was_kept(fitted_sklearn, sc
     assert (report.val_rows, report.folds, report.scoring) == (60, 5, "micro+macro")
     mean = report.candidate("mean")
     assert (mean.micro_se, mean.macro_se) == (0, 0)
-    clear = [c for c in report.candidates[1:] if c.micro_f1 - mean.micro_f1 > c.micro_se
+    # given the validation triple, the mean is that of the two corrections; only they may replace it
+    assert report.eligible == ("noisy+lsnpc", "retrained+lsnpc") and report.min_val_rows == 20
+    clear = [c for c in report.candidates[1:] if c.name in report.eligible and c.micro_f1 - mean.micro_f1 > c.micro_se
              and c.macro_f1 - mean.macro_f1 > c.macro_se]  # a standard error better in both F1s
     assert report.kept == (max(clear, key=lambda c: c.score).name if clear else "mean")
-    assert report.components == (CANDIDATES[1:] if report.kept == "mean" else (report.kept,))
+    assert report.components == (report.eligible if report.kept == "mean" else (report.kept,))
     for c in report.candidates:
         assert c.score == pytest.approx(c.micro_f1 + c.macro_f1)
         assert c is mean or (c.micro_se > 0 and c.macro_se > 0)
@@ -114,13 +117,30 @@ def test_the_mean_is_the_mean_of_its_components(fitted_sklearn, scene) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(scene["X"], scene["Yn"], X_val=scene["Xv"], y_val=scene["Yv"])  # nothing beats the mean
-    assert model.report_.kept == "mean" and model.report_.components == CANDIDATES[1:]
+    assert model.report_.kept == "mean" and model.report_.components == ("noisy+lsnpc", "retrained+lsnpc")
     Xt = scene["Xt"]
     noisy, retrained = (model.models_[k].predict_proba(Xt) for k in ("noisy", "retrained"))
-    parts = [noisy, retrained, model.correctors_["noisy"].predict_proba(Xt, noisy),
+    parts = [model.correctors_["noisy"].predict_proba(Xt, noisy),
              model.correctors_["retrained"].predict_proba(Xt, retrained)]
     np.testing.assert_allclose(model.predict_proba(Xt), np.mean(parts, axis=0), rtol=1e-6)
     assert model.report_.candidates == fitted_sklearn.report_.candidates  # the same fit, another rule
+
+
+def test_the_post_hoc_corrections_are_tested_on_the_validation_triple(fitted_sklearn, scene) -> None:
+    """Each post-hoc LSNPC is given the validation rows with its own model's probabilities on them: it
+    chooses its epoch on them and says so in its own report."""
+    for corrector in fitted_sklearn.correctors_.values():
+        assert corrector.report_.plan.evidence == "validation"
+    model = CorrectedLabelsClassifier(sklearn_mlp(), corrector_params={**FAST_LSNPC, "min_val_rows": 61},
+                                      random_state=0, min_gain_se=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(scene["X"], scene["Yn"], X_val=scene["Xv"], y_val=scene["Yv"])
+    # 60 rows, fewer than LSNPC's min_val_rows: it trains on them, so no single candidate may replace the mean
+    report = model.report_
+    assert (report.val_rows, report.min_val_rows, report.eligible, report.kept) == (60, 61, (), "mean")
+    assert all(c.report_.plan.val_trained_on for c in model.correctors_.values())
+    assert "fewer than 61 validation rows" in report.summary()
 
 
 def test_the_scores_are_those_of_thresholds_chosen_on_other_rows(fitted_sklearn, scene) -> None:
@@ -208,7 +228,9 @@ def test_without_validation_rows_the_mean_is_kept_at_one_half(scene) -> None:
     model.fit(scene["X"][:200], scene["Yn"][:200])
     report = model.report_
     assert (report.kept, report.threshold, report.candidates, report.val_rows, report.folds) == ("mean", 0.5, (), 0, 0)
+    # no clean row tested the corrections: the models themselves steady the mean
     assert report.components == CANDIDATES[1:] and set(model.correctors_) == {"noisy", "retrained"}
+    assert report.eligible == () and all(c.report_.plan.evidence != "validation" for c in model.correctors_.values())
     assert report.gain_micro_f1 is None and report.gain_macro_f1 is None
     assert "no validation rows" in report.summary()
     rows = model.train_rows_
@@ -298,6 +320,15 @@ def test_damage_is_refused_on_load(scene, tmp_path: Path) -> None:
         CorrectedLabelsClassifier.load(tmp_path / "m")
     with pytest.raises(ValueError, match="not a saved CorrectedLabelsClassifier"):
         CorrectedLabelsClassifier.load(tmp_path / "absent")
+    # an older format (its report lacks what could replace the mean) is refused, whatever it holds
+    model.save(tmp_path / "old")
+    config = json.loads((tmp_path / "old" / "config.json").read_text())
+    config.pop("config_sha256")
+    (tmp_path / "old" / "config.json").write_text(json.dumps(seal({**config, "format_version": 1})))
+    with pytest.raises(ValueError, match="fit it again"):
+        CorrectedLabelsClassifier.load(tmp_path / "old")
+    model.save(tmp_path / "old", overwrite=True)  # and replaced by a new save
+    assert CorrectedLabelsClassifier.load(tmp_path / "old").report_ == model.report_
 
 
 def test_a_scikit_learn_model_is_not_saved_in_lsnpcs_format(fitted_sklearn, tmp_path: Path) -> None:
@@ -428,13 +459,16 @@ def test_the_default_is_kept_unless_another_is_clearly_better_in_both_f1s() -> N
     (lambda r: r["candidates"][0].pop("score"), "report field score is missing"),
     (lambda r: r.update(components=["pickle"]), "components must list"),
     (lambda r: r.update(components=["noisy"]), "must be the kept candidate 'retrained' alone"),
+    (lambda r: r.update(eligible=["noisy+lsnpc"]), r"eligible \(\['noisy\+lsnpc'\]\) must hold the kept"),
+    (lambda r: r.update(eligible=["pickle"]), "eligible must list some of noisy, "),
+    (lambda r: r.update(min_val_rows=2.5), "min_val_rows must be a int"),
 ])
 def test_a_damaged_report_is_refused(edit, match: str) -> None:
     report = RetrainReport("retrained", ("retrained",), 0.4,
                            (CandidateScore("mean", 0.55, 0.45, 1.0, 0.35, 0.0, 0.0),
                             CandidateScore("noisy", 0.5, 0.4, 0.9, 0.3, 0.02, 0.03),
-                            CandidateScore("retrained", 0.6, 0.5, 1.1, 0.4, 0.02, 0.03)), 40, 5, "micro+macro", 3, 90,
-                           28, 30)
+                            CandidateScore("retrained", 0.6, 0.5, 1.1, 0.4, 0.02, 0.03)), ("retrained",), 20, 40, 5,
+                           "micro+macro", 3, 90, 28, 30)
     raw = report.to_dict()
     assert RetrainReport.from_dict(raw) == report
     edit(raw)

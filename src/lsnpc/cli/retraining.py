@@ -35,8 +35,9 @@ def retrain(
     out: Annotated[Path, typer.Option(help="Folder to save the model in (a new folder, or one saved by 'lsnpc "
                                            "retrain' before, replaced only with --force).")],
     val_features: Annotated[Path | None, typer.Option(help="Features of clean validation rows (never trained on): "
-                                                           "they choose the threshold, and a single model over the "
-                                                           "mean where one is clearly better.")] = None,
+                                                           "they test LSNPC's corrections, choose the threshold, "
+                                                           "and a single model over the mean where one is clearly "
+                                                           "better (20 rows or more).")] = None,
     val_labels: Annotated[Path | None, typer.Option(help="Their clean 0/1 labels.")] = None,
     cv: Annotated[int, typer.Option(help="Folds of the out-of-fold probabilities the correction reads.")] = 5,
     val_folds: Annotated[int, typer.Option(help="Parts the validation rows are scored in, each at a threshold "
@@ -54,9 +55,10 @@ def retrain(
 
     The labels are corrected from the MLP's out-of-fold probabilities (LSNPC's label posterior); a fresh
     MLP learns from the rows the correction left unchanged, another from --labels, and (--post-hoc) LSNPC
-    corrects each. The model predicts with the mean of their probabilities, or with one of them where the
-    clean --val-* rows find it clearly better, at the threshold chosen there (0.5 without --val-*). The
-    summary says what was kept and how it scored against the MLP trained on --labels.
+    corrects each, tested on the clean --val-* rows. The model predicts with the mean of the two corrections'
+    probabilities (of all four models without --val-*), or with one of them where those rows find it clearly
+    better, at the threshold chosen there (0.5 without --val-*). The summary says what was kept and how it
+    scored against the MLP trained on --labels.
     """
     from lsnpc.classifiers import MLPClassifier
     from lsnpc.retrain import CorrectedLabelsClassifier

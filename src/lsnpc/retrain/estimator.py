@@ -46,18 +46,24 @@ class CorrectedLabelsClassifier(BaseEstimator):
        (``changed_rows="drop"``), or on every row with its corrected labels (``"relabel"``); and a clone
        fitted on the given labels;
     4. with ``post_hoc``, LSNPC on each of the two models, fitted on that model's out-of-fold probabilities
-       (the labels it was trained on choose LSNPC's epoch; no validation row is used);
-    5. the candidates: the mean of those two (or four) models' probabilities, and each of them alone. With
-       clean validation rows each candidate is scored there, every fold of the rows at the threshold
-       :func:`lsnpc.tune_threshold` chooses on the other folds; the mean is kept unless a single candidate
-       beats it by ``min_gain_se`` standard errors in both micro- and macro-F1 (:mod:`lsnpc.retrain.selection`),
-       at the threshold chosen on all the rows. Without validation rows the mean is kept, at 0.5.
+       with the labels it was trained on, and the validation rows as its validation triple when they are
+       given (they choose its epoch, test its correction against the model and choose its threshold, as
+       ``LSNPC()`` does post-hoc);
+    5. the mean of the candidates' probabilities: of the two LSNPC corrections when validation rows tested
+       them, of all four models otherwise (of the two models without ``post_hoc``). With clean validation
+       rows every candidate is scored there, each fold of the rows at the threshold :func:`lsnpc.tune_threshold`
+       chooses on the other folds; the mean is kept unless one of its parts beats it by ``min_gain_se``
+       standard errors in both micro- and macro-F1 (:mod:`lsnpc.retrain.selection`), at the threshold chosen
+       on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (20), LSNPC trains on them
+       and their scores are in-sample: the mean is kept. Without validation rows the mean is kept, at 0.5.
 
     Why the mean: each candidate wins somewhere and loses somewhere else (dropping rows helps micro-F1 and
     can cost rare labels their positives; LSNPC helps macro-F1 and can cost micro-F1), and a few dozen
-    validation rows cannot tell reliably which; the mean lost to the noisy-trained model nowhere on the
-    sets the policy was chosen on (docs/retrain.md). ``report_`` says what was kept and the validation
-    numbers that decided it.
+    validation rows cannot tell reliably which. Why the corrections alone once validation rows test them:
+    each LSNPC then hands its own model back where its correction does not pay on those rows, so the models
+    add nothing the mean needs; where no clean row tests the corrections the models steady the mean
+    (docs/retrain.md has the numbers). ``report_`` says what was kept and the validation numbers that
+    decided it.
 
     Parameters
     ----------
@@ -293,17 +299,24 @@ class CorrectedLabelsClassifier(BaseEstimator):
             for name, Xf, oof, labels in (("noisy", Xa, P, Y), ("retrained", X_re, P_retrained, Y_re)):
                 progress.next()
                 lsnpc = LSNPC(**{**params, "random_state": lsnpc_seed, "device": self.device, "n_threads": self.n_threads})
-                correctors[name] = lsnpc.fit(Xf, oof, labels=labels)
-        parts = tuple(name for name in CANDIDATES[1:] if name.removesuffix("+lsnpc") in models
-                      and (not name.endswith("+lsnpc") or name.removesuffix("+lsnpc") in correctors))
+                triple = {} if Xv is None else {"X_val": Xv, "y_val": Yv,
+                                                "pred_probs_val": _probs(models[name], Xv, Y.shape[1])}
+                correctors[name] = lsnpc.fit(Xf, oof, labels=labels, **triple)
+        compared = tuple(name for name in CANDIDATES[1:] if name.removesuffix("+lsnpc") in models
+                         and (not name.endswith("+lsnpc") or name.removesuffix("+lsnpc") in correctors))
+        # given the triple, each LSNPC keeps or drops its own correction on it: the models alone add nothing
+        # to the mean; without it, they steady the mean of corrections that no clean row tested
+        parts = tuple(n for n in compared if n.endswith("+lsnpc")) if correctors and Xv is not None else compared
+        min_val_rows = int(params.get("min_val_rows", LSNPC().min_val_rows))
+        eligible = parts if Xv is not None and len(Yv) >= min_val_rows else ()
         kept, scores, scoring, threshold = "mean", (), _scoring_name(self.scoring), 0.5
         if Xv is not None:
             progress.next()
-            val_probs = _part_probs(models, correctors, parts, Xv, Y.shape[1])
+            val_probs = _part_probs(models, correctors, compared, Xv, Y.shape[1])
             val_probs = {"mean": np.mean([val_probs[name] for name in parts], axis=0), **val_probs}
             kept, scores, scoring = choose(Yv, val_probs, n_folds=self.val_folds, random_state=val_seed,
                                            thresholds=self.thresholds, scoring=self.scoring,
-                                           min_gain_se=self.min_gain_se)
+                                           min_gain_se=self.min_gain_se, eligible=eligible)
             threshold = next(s.threshold for s in scores if s.name == kept)
         progress.done()
 
@@ -317,6 +330,7 @@ class CorrectedLabelsClassifier(BaseEstimator):
         self.oof_probs_ = np.asarray(P, dtype=np.float32)
         self.threshold_ = float(threshold)
         self.report_ = RetrainReport(kept=kept, components=components, threshold=float(threshold), candidates=scores,
+                                     eligible=eligible, min_val_rows=min_val_rows,
                                      val_rows=0 if Yv is None else len(Yv), folds=0 if Yv is None else self.val_folds,
                                      scoring=scoring, labels_changed=int((corrected != Y).sum()), n_entries=int(Y.size),
                                      rows_trained=int(rows.sum()), n_rows=len(Y))

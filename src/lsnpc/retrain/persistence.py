@@ -2,7 +2,7 @@
 
 Layout of ``path/``::
 
-    config.json                  {"format": "lsnpc-retrained", "format_version": 1, "params": {...},
+    config.json                  {"format": "lsnpc-retrained", "format_version": 2, "params": {...},
                                   "fitted": {...}, "files": {name: sha256, ...}, "config_sha256": ...}
     arrays.safetensors           labels_, train_rows_ and oof_probs_
     model-<name>.<file>          each model of ``models_`` ("noisy", "retrained"), as its own ``save`` writes
@@ -41,7 +41,7 @@ from .selection import RetrainReport
 __all__ = ["FORMAT", "check_save_target", "save_retrained", "load_retrained"]
 
 FORMAT = "lsnpc-retrained"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the report says which candidates could replace the mean
 ARRAYS_NAME = "arrays.safetensors"
 _PARTS = ("model-noisy", "model-retrained", "corrector-noisy", "corrector-retrained")
 _WHAT = "CorrectedLabelsClassifier"
@@ -62,7 +62,7 @@ def _params(model: Any) -> dict[str, Any]:
 def _owned_by_existing(path: Path) -> set[str]:
     """The part files a saved estimator already at ``path`` lists (they may differ from the new ones)."""
     try:
-        return set(read_config(path, fmt=FORMAT, versions=(FORMAT_VERSION,), what=_WHAT)["files"])
+        return set(read_config(path, fmt=FORMAT, versions=(1, FORMAT_VERSION), what=_WHAT)["files"])
     except (ValueError, KeyError, TypeError):
         return set()
 
@@ -122,7 +122,7 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
     from ..corrector import LSNPC
 
     folder = user_path(path)
-    config = read_config(folder, fmt=FORMAT, versions=(FORMAT_VERSION,), what=_WHAT)
+    config = read_config(folder, fmt=FORMAT, versions=(FORMAT_VERSION,), what=_WHAT, older="fit it again")
     config_path = folder / CONFIG_NAME
     files, params, fitted = config.get("files"), config.get("params"), config.get("fitted")
     if not isinstance(files, dict) or not isinstance(params, dict) or not isinstance(fitted, dict):

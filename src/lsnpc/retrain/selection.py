@@ -7,12 +7,16 @@ micro- and macro-F1. No row is scored at a threshold chosen with its own label, 
 probabilities merely fit the validation rows' thresholds better gains nothing from it, and all the
 candidates are judged on the same folds.
 
-The first candidate (the mean of the others) is kept unless another beats it by ``min_gain_se`` bootstrap
-standard errors of the paired difference in micro-F1 *and* in macro-F1; of those that do, the best score
-is kept. The kept candidate's decision threshold is then chosen on all the validation rows.
+The first candidate (the mean of the others) is kept unless one of the ``eligible`` others (the mean's
+own parts) beats it by ``min_gain_se`` bootstrap standard errors of the paired difference in micro-F1 *and*
+in macro-F1; of those that do, the best score is kept. The kept candidate's decision threshold is then
+chosen on all the validation rows. The other candidates are scored too, for the report.
 
-The candidates were trained without the validation rows (the post-hoc LSNPC too: the noisy training
-labels choose its epoch), so the scores are out-of-sample for every one of them.
+The models were trained without the validation rows. The post-hoc LSNPC candidates were given them as
+their validation triple (it chooses their epoch, their blend with the model and whether the correction
+is used at all), so their scores lean in their favour; the mean of them leans the same way, and it is the
+default. Where there are fewer validation rows than LSNPC's ``min_val_rows``, LSNPC trains on them, their
+scores are in-sample, and no single candidate is eligible: the mean is kept.
 
 Torch-free.
 """
@@ -31,8 +35,9 @@ from ..model_selection import multilabel_folds
 
 __all__ = ["CANDIDATES", "CandidateScore", "RetrainReport", "cross_fitted_scores", "choose"]
 
-#: The candidates: the mean of the others' probabilities (kept unless one of them is clearly better), the
-#: model trained on the given labels, the model retrained on the corrected labels, each followed by LSNPC.
+#: The candidates: the mean of some of the others' probabilities (kept unless one of its parts is clearly
+#: better), the model trained on the given labels, the model retrained on the corrected labels, each
+#: followed by LSNPC.
 CANDIDATES = ("mean", "noisy", "retrained", "noisy+lsnpc", "retrained+lsnpc")
 #: Bootstrap resamples of the validation rows behind the standard errors.
 N_BOOTSTRAP = 500
@@ -85,6 +90,12 @@ class RetrainReport:
         The decision threshold of ``predict``: the kept candidate's, or 0.5 without validation rows.
     candidates : tuple of CandidateScore
         Every candidate compared, in :data:`CANDIDATES` order; empty without validation rows.
+    eligible : tuple of str
+        The candidates that could have been kept instead of the mean (its parts); empty without validation
+        rows or with fewer than ``min_val_rows`` of them.
+    min_val_rows : int
+        The fewest validation rows with which a single candidate may be kept (LSNPC's ``min_val_rows``: with
+        fewer, the post-hoc LSNPC trains on the rows, and scores on them would be in-sample).
     val_rows : int
         The clean validation rows that scored them (0: none given; the retrained model is kept).
     folds : int
@@ -106,6 +117,8 @@ class RetrainReport:
     components: tuple[str, ...]
     threshold: float
     candidates: tuple[CandidateScore, ...]
+    eligible: tuple[str, ...]
+    min_val_rows: int
     val_rows: int
     folds: int
     scoring: str
@@ -142,6 +155,9 @@ class RetrainReport:
         if not self.candidates:
             return f"kept {what} at threshold {self.threshold:g} (no validation rows to compare them on); {changed}"
         kept, noisy = self.candidate(self.kept), self.candidate("noisy")
+        if not self.eligible:
+            what += (f" (with fewer than {self.min_val_rows} validation rows no single candidate may replace "
+                     f"the mean)")
         return (f"kept {what} at threshold {self.threshold:g}: on {self.val_rows} validation rows ({self.folds} "
                 f"folds, each at a threshold chosen on the others) micro-F1 {100 * kept.micro_f1:.1f} and macro-F1 "
                 f"{100 * kept.macro_f1:.1f}, against {100 * noisy.micro_f1:.1f} and {100 * noisy.macro_f1:.1f} for "
@@ -153,6 +169,7 @@ class RetrainReport:
         out = asdict(self)
         out["candidates"] = [asdict(c) for c in self.candidates]
         out["components"] = list(self.components)
+        out["eligible"] = list(self.eligible)
         return out
 
     @classmethod
@@ -170,7 +187,12 @@ class RetrainReport:
                 c in CANDIDATES[1:] for c in components):
             raise ValueError(f"report field components must list some of {', '.join(CANDIDATES[1:])}, "
                              f"got {components!r:.80}")
-        report = _typed(cls, {**raw, "candidates": candidates, "components": tuple(components)})
+        eligible = raw.get("eligible")
+        if not isinstance(eligible, (list, tuple)) or not all(c in CANDIDATES[1:] for c in eligible):
+            raise ValueError(f"report field eligible must list some of {', '.join(CANDIDATES[1:])}, "
+                             f"got {eligible!r:.80}")
+        report = _typed(cls, {**raw, "candidates": candidates, "components": tuple(components),
+                              "eligible": tuple(eligible)})
         names = [c.name for c in candidates]
         if report.kept not in CANDIDATES or any(n not in CANDIDATES for n in names) or (
                 names and report.kept not in names):
@@ -179,13 +201,16 @@ class RetrainReport:
         if report.components != (report.components if report.kept == "mean" else (report.kept,)):
             raise ValueError(f"report field components ({list(report.components)}) must be the kept candidate "
                              f"{report.kept!r} alone")
+        if report.kept != "mean" and report.kept not in report.eligible:
+            raise ValueError(f"report field eligible ({list(report.eligible)}) must hold the kept candidate "
+                             f"{report.kept!r}")
         if not 0 < report.threshold <= 1:
             raise ValueError(f"report field threshold must be in (0, 1], got {report.threshold!r}")
         return report
 
 
 _TYPES = {"name": str, "kept": str, "scoring": str, "micro_f1": float, "macro_f1": float, "score": float,
-          "threshold": float, "micro_se": float, "macro_se": float, "components": None, "val_rows": int, "folds": int, "labels_changed": int, "n_entries": int, "rows_trained": int,
+          "threshold": float, "micro_se": float, "macro_se": float, "components": None, "eligible": None, "min_val_rows": int, "val_rows": int, "folds": int, "labels_changed": int, "n_entries": int, "rows_trained": int,
           "n_rows": int}
 
 
@@ -239,11 +264,12 @@ def _score(y: np.ndarray, pred: np.ndarray, scoring: str | Callable[[np.ndarray,
 def choose(
     y_val: np.ndarray, val_probs: Mapping[str, np.ndarray], *, n_folds: int, random_state: Any,
     thresholds: Sequence[float], scoring: str | Callable[[np.ndarray, np.ndarray], float], min_gain_se: float = 1.0,
+    eligible: Sequence[str] | None = None,
 ) -> tuple[str, tuple[CandidateScore, ...], str]:
     """Score each candidate of ``val_probs`` (name -> (n, L) probabilities on the validation rows; the first
-    is the default) on the same folds; keep the default unless others beat it by ``min_gain_se`` bootstrap
-    standard errors in both micro- and macro-F1, then the best score of those. Returns (the kept name,
-    every candidate's scores, the scoring's name)."""
+    is the default) on the same folds; keep the default unless ``eligible`` ones (default: every other)
+    beat it by ``min_gain_se`` bootstrap standard errors in both micro- and macro-F1, then the best score of
+    those. Returns (the kept name, every candidate's scores, the scoring's name)."""
     from ..corrector.scores import f1_scores, resample_weights
 
     rng = np.random.default_rng(random_state)
@@ -260,7 +286,8 @@ def choose(
         scores.append(CandidateScore(name, *_f1(y_val, preds[name]), _score(y_val, preds[name], scoring),
                                      tuned.threshold, float(micro_se), float(macro_se)))
     first = scores[0]
-    clear = [s for s in scores[1:] if s.micro_f1 - first.micro_f1 > min_gain_se * s.micro_se
+    allowed = set(val_probs) - {default} if eligible is None else set(eligible)
+    clear = [s for s in scores[1:] if s.name in allowed and s.micro_f1 - first.micro_f1 > min_gain_se * s.micro_se
              and s.macro_f1 - first.macro_f1 > min_gain_se * s.macro_se]
     kept = max(clear, key=lambda s: s.score).name if clear else default  # max: the first of equal scores
     return kept, tuple(scores), tuned.scoring

@@ -1,0 +1,157 @@
+"""How ``CorrectedLabelsClassifier`` chooses its output, against the policies it replaced: every candidate is
+fitted once per setting and each policy is scored on the same fits (test micro/macro-F1).
+
+The steps are the estimator's own (``lsnpc.retrain.estimator``: out-of-fold probabilities, ``correct_labels``,
+a clone on the unchanged rows and one on the given labels, LSNPC post-hoc on each, the choice on val0), with
+the same seeds, so the "choice" column is what ``CorrectedLabelsClassifier(estimator, random_state=seed)``
+predicts; each LSNPC is fitted twice, once with the noisy labels only and once with the val0 triple too.
+Protocol, data and estimator as ``bench_retrain.py`` (scikit-learn's MLP, val0 the clean validation rows).
+Columns (Δ against "noisy", as there):
+
+  noisy            the model trained on the given labels, threshold chosen on val0
+  lsnpc            ``LSNPC()`` post-hoc on it with the val0 triple (bench_retrain's column)
+  retrained        the model retrained on the rows the correction left unchanged, threshold on val0
+  noisy+L, retrained+L   each followed by LSNPC fitted with the labels it was trained on (no clean row)
+  noisy+T, retrained+T   the same, LSNPC given the val0 triple too
+  four-L           the mean of noisy, retrained, noisy+L, retrained+L, or one of them a standard error better
+                   in both F1s on val0 (the policy before the current one)
+  four-T           the same with noisy+T and retrained+T
+  choice           the mean of noisy+T and retrained+T, or one of the two a standard error better in both
+                   F1s, with at least 20 val0 rows (the current policy)
+
+    python benchmarks/bench_retrain_policies.py --configs scene@500 yeast@500 --seeds 0 1 \\
+        --out policies.jsonl --jobs 2
+
+Results are appended to ``--out`` and resumed; ``--report`` prints the tables of existing files
+(``bench_retrain.print_tables``, with these columns).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from bench_quality import DEFAULT_HOME, NOISES, parse_config, prepare_setting
+from bench_retrain import print_tables, wrapped_estimator
+
+METHODS = ("noisy", "lsnpc", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "four-L", "four-T",
+           "choice")
+
+
+def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str) -> list[dict]:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's ConvergenceWarning at max_iter, LSNPC's flat-base note
+        return _run_setting(dataset, size, kind, rate, seed, home)
+
+
+def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str) -> list[dict]:
+    from sklearn.base import clone
+
+    from lsnpc import LSNPC, correct_labels, cross_val_pred_probs, tune_threshold
+    from lsnpc.corrector.threshold import DEFAULT_THRESHOLDS
+    from lsnpc.metrics import macro_f1, micro_f1
+    from lsnpc.retrain.estimator import _probs
+    from lsnpc.retrain.selection import choose
+
+    started = time.perf_counter()
+    s = prepare_setting(dataset, size, kind, rate, seed, home, 4000, None)
+    X, Y, Xt, Yt, Yn = s["X"], s["Y"], s["Xt"], s["Yt"], s["Y_noisy"]
+    tr, v0 = s["split"]["train"], s["split"]["val0"]
+    Xtr, Xv, Yv, L = X[tr], X[v0], Y[v0], Y.shape[1]
+    # the estimator's seeds, in its order
+    fold_seed, correct_seed, lsnpc_seed, _, val_seed = (
+        int(v) for v in np.random.default_rng(seed).integers(2**31 - 1, size=5))
+    template = wrapped_estimator(seed)
+    P = cross_val_pred_probs(template, Xtr, Yn, cv=5, random_state=fold_seed)
+    corrected = correct_labels(Yn, P, features=Xtr, random_state=correct_seed, n_threads=1)
+    rows = (corrected == Yn).all(axis=1)
+    if rows.sum() < 5:
+        rows[:] = True
+    X_re, Y_re = Xtr[rows], corrected[rows]
+    models = {"noisy": clone(template).fit(Xtr, Yn), "retrained": clone(template).fit(X_re, Y_re)}
+    P_re = cross_val_pred_probs(template, X_re, Y_re, cv=5, random_state=fold_seed)
+    val = {k: _probs(m, Xv, L) for k, m in models.items()}
+    test = {k: _probs(m, Xt, L) for k, m in models.items()}
+    for name, Xf, oof, labels in (("noisy", Xtr, P, Yn), ("retrained", X_re, P_re, Y_re)):
+        for tag, triple in (("L", {}), ("T", {"X_val": Xv, "y_val": Yv, "pred_probs_val": val[name]})):
+            corrector = LSNPC(random_state=lsnpc_seed, n_threads=1).fit(Xf, oof, labels=labels, **triple)
+            val[f"{name}+{tag}"] = corrector.predict_proba(Xv, val[name])
+            test[f"{name}+{tag}"] = corrector.predict_proba(Xt, test[name])
+    in_sample = _probs(models["noisy"], Xtr, L)
+    post_hoc = LSNPC(random_state=seed, n_threads=1).fit(Xtr, in_sample, X_val=Xv, y_val=Yv, pred_probs_val=val["noisy"])
+
+    key = {"dataset": dataset, "requested": size, "size": len(X), "kind": kind, "rate": rate, "seed": seed,
+           "val_rows": len(v0), "rows_trained": int(rows.sum())}
+    out: list[dict] = []
+
+    def record(method: str, predicted: np.ndarray, **extra) -> None:
+        out.append(dict(key, method=method, micro=100 * micro_f1(Yt, predicted), macro=100 * macro_f1(Yt, predicted),
+                        **extra))
+
+    for name in ("noisy", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T"):
+        record(name, tune_threshold(Yv, val[name]).predict(test[name]))
+    record("lsnpc", post_hoc.predict(Xt, test["noisy"]))
+    policies = {"four-L": (("noisy", "retrained", "noisy+L", "retrained+L"), 0),
+                "four-T": (("noisy", "retrained", "noisy+T", "retrained+T"), 0),
+                "choice": (("noisy+T", "retrained+T"), 20)}
+    for method, (parts, min_rows) in policies.items():
+        probs = {"mean": (np.mean([val[p] for p in parts], axis=0), np.mean([test[p] for p in parts], axis=0)),
+                 **{p: (val[p], test[p]) for p in parts}}
+        kept, scores, _ = choose(Yv, {k: v for k, (v, _) in probs.items()}, n_folds=5, random_state=val_seed,
+                                 thresholds=DEFAULT_THRESHOLDS, scoring="micro+macro", min_gain_se=1.0,
+                                 eligible=parts if len(Yv) >= min_rows else ())
+        threshold = next(sc.threshold for sc in scores if sc.name == kept)
+        record(method, (probs[kept][1] >= threshold).astype(np.int64), kept=kept, threshold=threshold)
+    out[0]["seconds"] = time.perf_counter() - started
+    return out
+
+
+def _key(row: dict) -> tuple:
+    return row["dataset"], str(row["requested"]), row["kind"], row["rate"], row["seed"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", nargs="+", default=["scene@500", "yeast@500"], metavar="DATASET@SIZE")
+    parser.add_argument("--noise", nargs="+", default=list(NOISES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    parser.add_argument("--choose", nargs="+", default=["scene", "yeast"],
+                        help="the sets the policy was chosen on (summarised apart from the others)")
+    parser.add_argument("--data-home", default=str(DEFAULT_HOME))
+    parser.add_argument("--out", type=Path, nargs="+", required=True,
+                        help="JSON-lines results file (appended, resumed); with --report, several are merged")
+    parser.add_argument("--report", action="store_true", help="only print the tables of --out")
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args()
+    try:
+        configs = [parse_config(spec) for spec in args.configs]
+    except ValueError as error:
+        parser.error(str(error))
+    rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
+    if not args.report:
+        done = {_key(r) for r in rows}
+        tasks = [(d, size, spec.split(":")[0], float(spec.split(":")[1]), seed) for d, size in configs
+                 for spec in args.noise for seed in args.seeds]
+        tasks = [t for t in tasks if (t[0], str(t[1]), *t[2:]) not in done]
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for result in pool.map(run_setting, *zip(*tasks), [args.data_home] * len(tasks)) if tasks else ():
+                rows.extend(result)
+                with open(args.out[0], "a") as fh:
+                    fh.writelines(json.dumps(r) + "\n" for r in result)
+                first = result[0]
+                print(f"  done {first['dataset']} {first['kind']}:{first['rate']} seed {first['seed']} "
+                      f"({first['seconds']:.0f} s)", flush=True)
+    wanted = None if args.report else {(d, str(size)) for d, size in configs}
+    print_tables(rows, args.choose, wanted, methods=METHODS)
+
+
+if __name__ == "__main__":
+    main()
