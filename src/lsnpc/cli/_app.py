@@ -242,7 +242,9 @@ def _progress(description: str, unit: str = "") -> Iterator[Callable[..., None]]
         task = bar.add_task(description, total=None)
 
         def update(completed: int, total: int | None, description: str | None = None) -> None:
-            bar.update(task, completed=completed, total=total,
+            # a new phase is drawn at once: a phase shorter than the refresh period would otherwise never show
+            changed = bool(description) and description != bar.tasks[0].description
+            bar.update(task, completed=completed, total=total, refresh=changed,
                        **({"description": description} if description else {}))
 
         yield update
