@@ -97,7 +97,7 @@ class RetrainReport:
         The fewest validation rows with which a single candidate may be kept (LSNPC's ``min_val_rows``: with
         fewer, the post-hoc LSNPC trains on the rows, and scores on them would be in-sample).
     val_rows : int
-        The clean validation rows that scored them (0: none given; the retrained model is kept).
+        The clean validation rows that scored them (0: none given; the mean is kept, at 0.5).
     folds : int
         The parts those rows were cut into (0 without them).
     scoring : str
