@@ -292,6 +292,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
         models = {"retrained": clone(template).fit(X_re, Y_re)}
         progress.next()
         models["noisy"] = clone(template).fit(Xa, Y)
+        # the models' probabilities on the validation rows: the corrections' triple, then the candidates' scores
+        val_base = {} if Xv is None else {name: _probs(model, Xv, Y.shape[1]) for name, model in models.items()}
         correctors: dict[str, Any] = {}
         if self.post_hoc:
             progress.next()
@@ -299,8 +301,7 @@ class CorrectedLabelsClassifier(BaseEstimator):
             for name, Xf, oof, labels in (("noisy", Xa, P, Y), ("retrained", X_re, P_retrained, Y_re)):
                 progress.next()
                 lsnpc = LSNPC(**{**params, "random_state": lsnpc_seed, "device": self.device, "n_threads": self.n_threads})
-                triple = {} if Xv is None else {"X_val": Xv, "y_val": Yv,
-                                                "pred_probs_val": _probs(models[name], Xv, Y.shape[1])}
+                triple = {} if Xv is None else {"X_val": Xv, "y_val": Yv, "pred_probs_val": val_base[name]}
                 correctors[name] = lsnpc.fit(Xf, oof, labels=labels, **triple)
         compared = tuple(name for name in CANDIDATES[1:] if name.removesuffix("+lsnpc") in models
                          and (not name.endswith("+lsnpc") or name.removesuffix("+lsnpc") in correctors))
@@ -312,7 +313,7 @@ class CorrectedLabelsClassifier(BaseEstimator):
         kept, scores, scoring, threshold = "mean", (), _scoring_name(self.scoring), 0.5
         if Xv is not None:
             progress.next()
-            val_probs = _part_probs(models, correctors, compared, Xv, Y.shape[1])
+            val_probs = _part_probs(val_base, correctors, compared, Xv)
             val_probs = {"mean": np.mean([val_probs[name] for name in parts], axis=0), **val_probs}
             kept, scores, scoring = choose(Yv, val_probs, n_folds=self.val_folds, random_state=val_seed,
                                            thresholds=self.thresholds, scoring=self.scoring,
@@ -352,7 +353,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
         check_is_fitted(self, "models_")
         Xa = check_array(X, "X", ndim=2)
         check_n_features(Xa, "X", self.n_features_in_, "features (columns)")
-        parts = _part_probs(self.models_, self.correctors_, self.report_.components, Xa, self.n_labels_)
+        base = {name: _probs(model, Xa, self.n_labels_) for name, model in self.models_.items()}
+        parts = _part_probs(base, self.correctors_, self.report_.components, Xa)
         return np.mean([parts[name] for name in self.report_.components], axis=0).astype(np.float32)
 
     def predict(self, X: Any, threshold: float | None = None) -> np.ndarray:
@@ -400,10 +402,10 @@ class _Steps:
             self.on_step("done", len(self.steps), len(self.steps))
 
 
-def _part_probs(models: Mapping[str, Any], correctors: Mapping[str, Any], names: Sequence[str], X: np.ndarray,
-                n_labels: int) -> dict[str, np.ndarray]:
-    """The probabilities (n, L) of each candidate of ``names`` on X: a model's, or its LSNPC's correction of them."""
-    base = {name: _probs(model, X, n_labels) for name, model in models.items()}
+def _part_probs(base: Mapping[str, np.ndarray], correctors: Mapping[str, Any], names: Sequence[str],
+                X: np.ndarray) -> dict[str, np.ndarray]:
+    """The probabilities (n, L) of each candidate of ``names`` on X: a model's (``base``: model name -> its
+    probabilities on X), or its LSNPC's correction of them."""
     return {name: base[name] if name in base else correctors[name.removesuffix("+lsnpc")].predict_proba(
         X, base[name.removesuffix("+lsnpc")]) for name in names}
 
