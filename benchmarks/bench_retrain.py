@@ -121,8 +121,24 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
     return rows
 
 
-def _key(row: dict) -> tuple:
+def setting_key(row: dict) -> tuple:
+    """The setting a result row belongs to (data set, requested size, noise kind and rate, seed)."""
     return row["dataset"], str(row["requested"]), row["kind"], row["rate"], row["seed"]
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, seeds: list[int], choose: list[str],
+                    out_required: bool) -> None:
+    """The options the retraining benchmarks share: noise settings, seeds, the chosen-on sets, where the data
+    and the results are, --report and --jobs."""
+    parser.add_argument("--noise", nargs="+", default=list(NOISES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=seeds)
+    parser.add_argument("--choose", nargs="+", default=choose,
+                        help="the sets the policy was chosen on (summarised apart from the others)")
+    parser.add_argument("--data-home", default=str(DEFAULT_HOME))
+    parser.add_argument("--out", type=Path, nargs="+", required=out_required, default=None,
+                        help="JSON-lines results file (appended, resumed); with --report, several are merged")
+    parser.add_argument("--report", action="store_true", help="only print the tables of --out")
+    parser.add_argument("--jobs", type=int, default=1)
 
 
 def main() -> None:
@@ -131,15 +147,7 @@ def main() -> None:
     parser.add_argument("--train-sizes", nargs="+", default=["500", "1500"])
     parser.add_argument("--configs", nargs="+", default=None, metavar="DATASET@SIZE",
                         help="data sets each at its own size, instead of --datasets and --train-sizes")
-    parser.add_argument("--noise", nargs="+", default=list(NOISES))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--choose", nargs="+", default=list(CHOOSE),
-                        help="the sets the policy was chosen on (summarised apart from the others)")
-    parser.add_argument("--data-home", default=str(DEFAULT_HOME))
-    parser.add_argument("--out", type=Path, nargs="+", default=None,
-                        help="JSON-lines results file (appended, resumed); with --report, several are merged")
-    parser.add_argument("--report", action="store_true", help="only print the tables of --out")
-    parser.add_argument("--jobs", type=int, default=1)
+    add_run_options(parser, seeds=[0, 1, 2], choose=list(CHOOSE), out_required=False)
     args = parser.parse_args()
     if args.configs is not None:
         if args.datasets is not None:
@@ -154,7 +162,7 @@ def main() -> None:
         parser.error("--report prints the tables of results files: pass them with --out")
     rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
     if not args.report:
-        done = {_key(r) for r in rows if r["method"] == "choice"}
+        done = {setting_key(r) for r in rows if r["method"] == "choice"}
         tasks = [(d, size, spec.split(":")[0], float(spec.split(":")[1]), seed) for d, size in configs
                  for spec in args.noise for seed in args.seeds]
         tasks = [t for t in tasks if (t[0], str(t[1]), *t[2:]) not in done]

@@ -33,12 +33,11 @@ import json
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 
-from bench_quality import DEFAULT_HOME, NOISES, parse_config, prepare_setting
-from bench_retrain import print_tables, wrapped_estimator
+from bench_quality import parse_config, prepare_setting
+from bench_retrain import add_run_options, print_tables, setting_key, wrapped_estimator
 
 METHODS = ("noisy", "lsnpc", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "four-L", "four-T",
            "choice")
@@ -114,22 +113,10 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
     return out
 
 
-def _key(row: dict) -> tuple:
-    return row["dataset"], str(row["requested"]), row["kind"], row["rate"], row["seed"]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=["scene@500", "yeast@500"], metavar="DATASET@SIZE")
-    parser.add_argument("--noise", nargs="+", default=list(NOISES))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
-    parser.add_argument("--choose", nargs="+", default=["scene", "yeast"],
-                        help="the sets the policy was chosen on (summarised apart from the others)")
-    parser.add_argument("--data-home", default=str(DEFAULT_HOME))
-    parser.add_argument("--out", type=Path, nargs="+", required=True,
-                        help="JSON-lines results file (appended, resumed); with --report, several are merged")
-    parser.add_argument("--report", action="store_true", help="only print the tables of --out")
-    parser.add_argument("--jobs", type=int, default=1)
+    add_run_options(parser, seeds=[0, 1], choose=["scene", "yeast"], out_required=True)
     args = parser.parse_args()
     try:
         configs = [parse_config(spec) for spec in args.configs]
@@ -137,7 +124,7 @@ def main() -> None:
         parser.error(str(error))
     rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
     if not args.report:
-        done = {_key(r) for r in rows}
+        done = {setting_key(r) for r in rows}
         tasks = [(d, size, spec.split(":")[0], float(spec.split(":")[1]), seed) for d, size in configs
                  for spec in args.noise for seed in args.seeds]
         tasks = [t for t in tasks if (t[0], str(t[1]), *t[2:]) not in done]
