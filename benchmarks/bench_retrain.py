@@ -126,6 +126,15 @@ def setting_key(row: dict) -> tuple:
     return row["dataset"], str(row["requested"]), row["kind"], row["rate"], row["seed"]
 
 
+def pending_settings(configs: list[tuple[str, str]], noise: list[str], seeds: list[int],
+                     done: set[tuple]) -> list[tuple[str, str, str, float, int]]:
+    """The (data set, size, noise kind, rate, seed) settings of ``configs`` × ``noise`` × ``seeds`` whose
+    :func:`setting_key` is not in ``done``."""
+    tasks = [(d, size, spec.split(":")[0], float(spec.split(":")[1]), seed) for d, size in configs
+             for spec in noise for seed in seeds]
+    return [t for t in tasks if (t[0], str(t[1]), *t[2:]) not in done]
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, seeds: list[int], choose: list[str],
                     out_required: bool) -> None:
     """The options the retraining benchmarks share: noise settings, seeds, the chosen-on sets, where the data
@@ -163,9 +172,7 @@ def main() -> None:
     rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
     if not args.report:
         done = {setting_key(r) for r in rows if r["method"] == "choice"}
-        tasks = [(d, size, spec.split(":")[0], float(spec.split(":")[1]), seed) for d, size in configs
-                 for spec in args.noise for seed in args.seeds]
-        tasks = [t for t in tasks if (t[0], str(t[1]), *t[2:]) not in done]
+        tasks = pending_settings(configs, args.noise, args.seeds, done)
         started = time.perf_counter()
         with ProcessPoolExecutor(args.jobs) as pool:
             futures = [pool.submit(run_setting, *task, args.data_home) for task in tasks]

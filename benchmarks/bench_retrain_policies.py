@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from bench_quality import parse_config, prepare_setting
-from bench_retrain import add_run_options, print_tables, setting_key, wrapped_estimator
+from bench_retrain import add_run_options, pending_settings, print_tables, setting_key, wrapped_estimator
 
 METHODS = ("noisy", "lsnpc", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "four-L", "four-T",
            "choice")
@@ -125,9 +125,7 @@ def main() -> None:
     rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
     if not args.report:
         done = {setting_key(r) for r in rows}
-        tasks = [(d, size, spec.split(":")[0], float(spec.split(":")[1]), seed) for d, size in configs
-                 for spec in args.noise for seed in args.seeds]
-        tasks = [t for t in tasks if (t[0], str(t[1]), *t[2:]) not in done]
+        tasks = pending_settings(configs, args.noise, args.seeds, done)
         with ProcessPoolExecutor(args.jobs) as pool:
             for result in pool.map(run_setting, *zip(*tasks), [args.data_home] * len(tasks)) if tasks else ():
                 rows.extend(result)
