@@ -2,9 +2,10 @@
 fitted once per setting and each policy is scored on the same fits (test micro/macro-F1).
 
 The steps are the estimator's own (``lsnpc.retrain.estimator``: out-of-fold probabilities, ``correct_labels``,
-a clone on the unchanged rows and one on the given labels, LSNPC post-hoc on each, the choice on val0), with
-the same seeds, so the "choice" column is what ``CorrectedLabelsClassifier(estimator, random_state=seed)``
-predicts; each LSNPC is fitted twice, once with the noisy labels only and once with the val0 triple too.
+a clone on the unchanged rows and one on the given labels, LSNPC on each, the choice on val0), with the same
+seeds, so the "choice" column is what ``CorrectedLabelsClassifier(estimator, random_state=seed)`` predicts;
+each LSNPC on out-of-fold probabilities is fitted twice, once with the noisy labels only and once with the val0
+triple too.
 Protocol, data and estimator as ``bench_retrain.py`` (scikit-learn's MLP, val0 the clean validation rows).
 Columns (Δ against "noisy", as there):
 
@@ -13,11 +14,14 @@ Columns (Δ against "noisy", as there):
   retrained        the model retrained on the rows the correction left unchanged, threshold on val0
   noisy+L, retrained+L   each followed by LSNPC fitted with the labels it was trained on (no clean row)
   noisy+T, retrained+T   the same, LSNPC given the val0 triple too
+  noisy+I          the "lsnpc" column's correction with the estimator's seed: LSNPC fitted on the noisy model's
+                   probabilities on its own training rows, with the val0 triple, threshold on val0
   four-L           the mean of noisy, retrained, noisy+L, retrained+L, or one of them a standard error better
                    in both F1s on val0 (the policy before the current one)
   four-T           the same with noisy+T and retrained+T
-  choice           the mean of noisy+T and retrained+T, or one of the two a standard error better in both
-                   F1s, with at least 20 val0 rows (the current policy)
+  two-T            the mean of noisy+T and retrained+T, or one of the two a standard error better in both
+                   F1s, with at least 20 val0 rows (the policy before the current one)
+  choice           the same with noisy+T, noisy+I and retrained+T (the current policy)
 
     python benchmarks/bench_retrain_policies.py --configs scene@500 yeast@500 --seeds 0 1 \\
         --out policies.jsonl --jobs 2
@@ -39,8 +43,8 @@ import numpy as np
 from bench_quality import parse_config, prepare_setting
 from bench_retrain import add_run_options, pending_settings, print_tables, setting_key, wrapped_estimator
 
-METHODS = ("noisy", "lsnpc", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "four-L", "four-T",
-           "choice")
+METHODS = ("noisy", "lsnpc", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "noisy+I", "four-L",
+           "four-T", "two-T", "choice")
 
 
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str) -> list[dict]:
@@ -86,6 +90,8 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
             test[f"{name}+{tag}"] = corrector.predict_proba(Xt, test[name])
     in_sample = _probs(models["noisy"], Xtr, L)
     post_hoc = LSNPC(random_state=seed, n_threads=1).fit(Xtr, in_sample, X_val=Xv, y_val=Yv, pred_probs_val=val["noisy"])
+    own = LSNPC(random_state=lsnpc_seed, n_threads=1).fit(Xtr, in_sample, X_val=Xv, y_val=Yv, pred_probs_val=val["noisy"])
+    val["noisy+I"], test["noisy+I"] = own.predict_proba(Xv, val["noisy"]), own.predict_proba(Xt, test["noisy"])
 
     key = {"dataset": dataset, "requested": size, "size": len(X), "kind": kind, "rate": rate, "seed": seed,
            "val_rows": len(v0), "rows_trained": int(rows.sum())}
@@ -95,12 +101,13 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
         out.append(dict(key, method=method, micro=100 * micro_f1(Yt, predicted), macro=100 * macro_f1(Yt, predicted),
                         **extra))
 
-    for name in ("noisy", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T"):
+    for name in ("noisy", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "noisy+I"):
         record(name, tune_threshold(Yv, val[name]).predict(test[name]))
     record("lsnpc", post_hoc.predict(Xt, test["noisy"]))
     policies = {"four-L": (("noisy", "retrained", "noisy+L", "retrained+L"), 0),
                 "four-T": (("noisy", "retrained", "noisy+T", "retrained+T"), 0),
-                "choice": (("noisy+T", "retrained+T"), 20)}
+                "two-T": (("noisy+T", "retrained+T"), 20),
+                "choice": (("noisy+T", "noisy+I", "retrained+T"), 20)}
     for method, (parts, min_rows) in policies.items():
         probs = {"mean": (np.mean([val[p] for p in parts], axis=0), np.mean([test[p] for p in parts], axis=0)),
                  **{p: (val[p], test[p]) for p in parts}}

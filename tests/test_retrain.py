@@ -28,7 +28,7 @@ from lsnpc.data import load_dataset
 from lsnpc.metrics import macro_f1, micro_f1
 from lsnpc.model_selection import multilabel_folds
 from lsnpc.retrain import CANDIDATES, CandidateScore
-from lsnpc.retrain.selection import choose, cross_fitted_scores
+from lsnpc.retrain.selection import choose, cross_fitted_scores, model_of
 from tests.conftest import make_toy_multilabel
 
 FAST_LSNPC = {"epochs": 3, "warm_start": False}
@@ -90,8 +90,8 @@ def test_the_report_records_every_candidate_and_what_was_kept(fitted_sklearn, sc
     assert (report.val_rows, report.folds, report.scoring) == (60, 5, "micro+macro")
     mean = report.candidate("mean")
     assert (mean.micro_se, mean.macro_se) == (0, 0)
-    # given the validation triple, the mean is that of the two corrections; only they may replace it
-    assert report.eligible == ("noisy+lsnpc", "retrained+lsnpc") and report.min_val_rows == 20
+    # given the validation triple, the mean is that of the three corrections; only they may replace it
+    assert report.eligible == ("noisy+lsnpc", "noisy+lsnpc-insample", "retrained+lsnpc") and report.min_val_rows == 20
     clear = [c for c in report.candidates[1:] if c.name in report.eligible and c.micro_f1 - mean.micro_f1 > c.micro_se
              and c.macro_f1 - mean.macro_f1 > c.macro_se]  # a standard error better in both F1s
     assert report.kept == (max(clear, key=lambda c: c.score).name if clear else "mean")
@@ -104,24 +104,31 @@ def test_the_report_records_every_candidate_and_what_was_kept(fitted_sklearn, sc
     assert report.labels_changed == int((fitted_sklearn.labels_ != scene["Yn"]).sum()) > 0
     assert report.n_entries == scene["Yn"].size and report.n_rows == len(scene["Yn"])
     assert report.rows_trained == fitted_sklearn.train_rows_.sum()
-    used = {c.removesuffix("+lsnpc") for c in report.components}
-    assert set(fitted_sklearn.models_) == used
-    assert set(fitted_sklearn.correctors_) == {c.removesuffix("+lsnpc") for c in report.components if "+" in c}
+    assert set(fitted_sklearn.models_) == {model_of(c) for c in report.components}
+    assert set(fitted_sklearn.correctors_) == {c for c in report.components if "+" in c}
     assert json.loads(json.dumps(report.to_dict())) == report.to_dict()
     assert RetrainReport.from_dict(report.to_dict()) == report
     assert f"threshold {report.threshold:g}" in report.summary()
 
 
-def test_the_mean_is_the_mean_of_its_components(fitted_sklearn, scene) -> None:
+@pytest.fixture(scope="module")
+def fitted_mean(scene) -> CorrectedLabelsClassifier:
+    """The same fit as ``fitted_sklearn``, nothing allowed to replace the mean (every part is kept)."""
     model = CorrectedLabelsClassifier(sklearn_mlp(), corrector_params=FAST_LSNPC, random_state=0, min_gain_se=1e9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model.fit(scene["X"], scene["Yn"], X_val=scene["Xv"], y_val=scene["Yv"])  # nothing beats the mean
-    assert model.report_.kept == "mean" and model.report_.components == ("noisy+lsnpc", "retrained+lsnpc")
+        return model.fit(scene["X"], scene["Yn"], X_val=scene["Xv"], y_val=scene["Yv"])
+
+
+def test_the_mean_is_the_mean_of_its_components(fitted_sklearn, fitted_mean, scene) -> None:
+    model = fitted_mean
+    assert model.report_.kept == "mean"
+    assert model.report_.components == ("noisy+lsnpc", "noisy+lsnpc-insample", "retrained+lsnpc")
     Xt = scene["Xt"]
     noisy, retrained = (model.models_[k].predict_proba(Xt) for k in ("noisy", "retrained"))
-    parts = [model.correctors_["noisy"].predict_proba(Xt, noisy),
-             model.correctors_["retrained"].predict_proba(Xt, retrained)]
+    parts = [model.correctors_["noisy+lsnpc"].predict_proba(Xt, noisy),
+             model.correctors_["noisy+lsnpc-insample"].predict_proba(Xt, noisy),
+             model.correctors_["retrained+lsnpc"].predict_proba(Xt, retrained)]
     np.testing.assert_allclose(model.predict_proba(Xt), np.mean(parts, axis=0), rtol=1e-6)
     assert model.report_.candidates == fitted_sklearn.report_.candidates  # the same fit, another rule
 
@@ -141,6 +148,25 @@ def test_the_post_hoc_corrections_are_tested_on_the_validation_triple(fitted_skl
     assert (report.val_rows, report.min_val_rows, report.eligible, report.kept) == (60, 61, (), "mean")
     assert all(c.report_.plan.val_trained_on for c in model.correctors_.values())
     assert "fewer than 61 validation rows" in report.summary()
+
+
+def test_the_in_sample_part_is_lsnpc_post_hoc_on_the_given_label_model(fitted_mean, scene) -> None:
+    """"noisy+lsnpc-insample" is what ``LSNPC()`` post-hoc gives: fitted on the noisy-trained model's
+    probabilities on its own training rows, without the labels, with the validation triple."""
+    from lsnpc import LSNPC
+
+    Xv, Xt = scene["Xv"], scene["Xt"]
+    lsnpc_seed = int(np.random.default_rng(0).integers(2**31 - 1, size=5)[2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        noisy = clone(fitted_mean.estimator).fit(scene["X"], scene["Yn"])  # what fit trained, the same seed
+        by_hand = LSNPC(**FAST_LSNPC, random_state=lsnpc_seed).fit(
+            scene["X"], noisy.predict_proba(scene["X"]), X_val=Xv, y_val=scene["Yv"],
+            pred_probs_val=noisy.predict_proba(Xv))
+    part = fitted_mean.correctors_["noisy+lsnpc-insample"]
+    assert part.report_.plan.evidence == "validation"
+    np.testing.assert_allclose(part.predict_proba(Xt, noisy.predict_proba(Xt)),
+                               by_hand.predict_proba(Xt, noisy.predict_proba(Xt)), rtol=1e-5, atol=1e-6)
 
 
 def test_the_scores_are_those_of_thresholds_chosen_on_other_rows(fitted_sklearn, scene) -> None:
@@ -228,8 +254,10 @@ def test_without_validation_rows_the_mean_is_kept_at_one_half(scene) -> None:
     model.fit(scene["X"][:200], scene["Yn"][:200])
     report = model.report_
     assert (report.kept, report.threshold, report.candidates, report.val_rows, report.folds) == ("mean", 0.5, (), 0, 0)
-    # no clean row tested the corrections: the models themselves steady the mean
-    assert report.components == CANDIDATES[1:] and set(model.correctors_) == {"noisy", "retrained"}
+    # no clean row tested the corrections: the models themselves steady the mean (and LSNPC post-hoc on the
+    # model's in-sample probabilities, which only clean rows can test, is not fitted)
+    assert report.components == ("noisy", "retrained", "noisy+lsnpc", "retrained+lsnpc")
+    assert set(model.correctors_) == {"noisy+lsnpc", "retrained+lsnpc"}
     assert report.eligible == () and all(c.report_.plan.evidence != "validation" for c in model.correctors_.values())
     assert report.gain_micro_f1 is None and report.gain_macro_f1 is None
     assert "no validation rows" in report.summary()
@@ -290,8 +318,7 @@ def test_a_single_kept_candidate_saves_only_its_parts(scene, tmp_path: Path) -> 
     model.save(tmp_path / "m")
     prefixes = {p.name.split(".")[0] for p in (tmp_path / "m").iterdir()} - {"config", "arrays"}
     components = model.report_.components
-    assert prefixes == {f"model-{c.removesuffix('+lsnpc')}" for c in components} | {
-        f"corrector-{c.removesuffix('+lsnpc')}" for c in components if "+" in c}
+    assert prefixes == {f"model-{model_of(c)}" for c in components} | {f"corrector-{c}" for c in components if "+" in c}
     loaded = CorrectedLabelsClassifier.load(tmp_path / "m")
     np.testing.assert_array_equal(loaded.predict_proba(scene["Xt"]), model.predict_proba(scene["Xt"]))
     # a part missing from the folder is named
@@ -320,13 +347,15 @@ def test_damage_is_refused_on_load(scene, tmp_path: Path) -> None:
         CorrectedLabelsClassifier.load(tmp_path / "m")
     with pytest.raises(ValueError, match="not a saved CorrectedLabelsClassifier"):
         CorrectedLabelsClassifier.load(tmp_path / "absent")
-    # an older format (its report lacks what could replace the mean) is refused, whatever it holds
+    # an older format (its LSNPC parts named by model, or a report without what could replace the mean) is
+    # refused, whatever it holds
     model.save(tmp_path / "old")
     config = json.loads((tmp_path / "old" / "config.json").read_text())
     config.pop("config_sha256")
-    (tmp_path / "old" / "config.json").write_text(json.dumps(seal({**config, "format_version": 1})))
-    with pytest.raises(ValueError, match="fit it again"):
-        CorrectedLabelsClassifier.load(tmp_path / "old")
+    for version in (1, 2):
+        (tmp_path / "old" / "config.json").write_text(json.dumps(seal({**config, "format_version": version})))
+        with pytest.raises(ValueError, match="fit it again"):
+            CorrectedLabelsClassifier.load(tmp_path / "old")
     model.save(tmp_path / "old", overwrite=True)  # and replaced by a new save
     assert CorrectedLabelsClassifier.load(tmp_path / "old").report_ == model.report_
 

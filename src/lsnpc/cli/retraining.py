@@ -55,10 +55,11 @@ def retrain(
 
     The labels are corrected from the MLP's out-of-fold probabilities (LSNPC's label posterior); a fresh
     MLP learns from the rows the correction left unchanged, another from --labels, and (--post-hoc) LSNPC
-    corrects each, tested on the clean --val-* rows. The model predicts with the mean of the two corrections'
-    probabilities (of all four models without --val-*), or with one of them where those rows find it clearly
-    better, at the threshold chosen there (0.5 without --val-*). The summary says what was kept and how it
-    scored against the MLP trained on --labels.
+    corrects each, tested on the clean --val-* rows; with them, LSNPC post-hoc also corrects the --labels MLP
+    from its own probabilities. The model predicts with the mean of the three corrections' probabilities (of
+    the two models and their two corrections without --val-*), or with one of them where those rows find it
+    clearly better, at the threshold chosen there (0.5 without --val-*). The summary says what was kept and
+    how it scored against the MLP trained on --labels.
     """
     from lsnpc.classifiers import MLPClassifier
     from lsnpc.retrain import CorrectedLabelsClassifier

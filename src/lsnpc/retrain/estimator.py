@@ -24,7 +24,7 @@ from .._validation import (
     check_scalar,
 )
 from ..corrector.threshold import DEFAULT_THRESHOLDS, SCORINGS, check_thresholds
-from .selection import CANDIDATES, RetrainReport, choose
+from .selection import CANDIDATES, RetrainReport, choose, model_of
 
 __all__ = ["CorrectedLabelsClassifier"]
 
@@ -48,18 +48,20 @@ class CorrectedLabelsClassifier(BaseEstimator):
     4. with ``post_hoc``, LSNPC on each of the two models, fitted on that model's out-of-fold probabilities
        with the labels it was trained on, and the validation rows as its validation triple when they are
        given (they choose its epoch, test its correction against the model and choose its threshold, as
-       ``LSNPC()`` does post-hoc);
-    5. the mean of the candidates' probabilities: of the two LSNPC corrections when validation rows tested
-       them, of all four models otherwise (of the two models without ``post_hoc``). With clean validation
-       rows every candidate is scored there, each fold of the rows at the threshold :func:`lsnpc.tune_threshold`
-       chooses on the other folds; the mean is kept unless one of its parts beats it by ``min_gain_se``
-       standard errors in both micro- and macro-F1 (:mod:`lsnpc.retrain.selection`), at the threshold chosen
-       on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (20), LSNPC trains on them
+       ``LSNPC()`` does post-hoc); with validation rows, also ``LSNPC()`` post-hoc itself on the model trained
+       on the given labels: fitted on that model's probabilities on its own training rows, with the triple;
+    5. the mean of the candidates' probabilities: of the three LSNPC corrections when validation rows tested
+       them, of the two models and their two corrections otherwise (of the two models without ``post_hoc``).
+       With clean validation rows every candidate is scored there, each fold of the rows at the threshold
+       :func:`lsnpc.tune_threshold` chooses on the other folds; the mean is kept unless one of its parts beats
+       it by ``min_gain_se`` standard errors in both micro- and macro-F1 (:mod:`lsnpc.retrain.selection`), at
+       the threshold chosen on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (20), LSNPC trains on them
        and their scores are in-sample: the mean is kept. Without validation rows the mean is kept, at 0.5.
 
     Why the mean: each candidate wins somewhere and loses somewhere else (dropping rows helps micro-F1 and
-    can cost rare labels their positives; LSNPC helps macro-F1 and can cost micro-F1), and a few dozen
-    validation rows cannot tell reliably which. Why the corrections alone once validation rows test them:
+    can cost rare labels their positives; LSNPC helps macro-F1 and can cost micro-F1; ``LSNPC()`` post-hoc on
+    the model's in-sample probabilities gains the most macro-F1 where labels are many and rare, and the
+    least where retraining pays), and a few dozen validation rows cannot tell reliably which. Why the corrections alone once validation rows test them:
     each LSNPC then hands its own model back where its correction does not pay on those rows, so the models
     add nothing the mean needs; where no clean row tests the corrections the models steady the mean
     (docs/retrain.md has the numbers). ``report_`` says what was kept and the validation numbers that
@@ -81,7 +83,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
         against +1.0 / +0.2 with "relabel" (docs/retrain.md). Where fewer than ``cv`` rows would be left,
         every row is relabelled instead (``report_.rows_trained`` says how many rows were used).
     post_hoc : bool, default True
-        Also use each model followed by LSNPC (two LSNPC fits and ``cv`` more fits of the estimator).
+        Also use each model followed by LSNPC (two LSNPC fits, three with validation rows, and ``cv`` more
+        fits of the estimator).
     val_folds : int, default 5
         The parts the validation rows are cut into to score the candidates (at least this many rows).
     min_gain_se : float >= 0, default 1.0
@@ -110,7 +113,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
     models_ : dict of str to fitted estimator
         The fitted clones the kept candidate uses: "noisy" (trained on the given labels) and/or "retrained".
     correctors_ : dict of str to LSNPC
-        The post-hoc LSNPC of each of those models the kept candidate uses (keys as in ``models_``).
+        The post-hoc LSNPCs the kept candidate uses, by candidate name ("noisy+lsnpc",
+        "noisy+lsnpc-insample", "retrained+lsnpc"; each corrects the model its name starts with).
     labels_ : ndarray (n, L) int64
         The corrected training labels.
     train_rows_ : ndarray (n,) bool
@@ -273,8 +277,10 @@ class CorrectedLabelsClassifier(BaseEstimator):
         steps = ["out-of-fold probabilities", "correcting the labels", "retraining on the corrected labels",
                  "training on the given labels"]
         if self.post_hoc:
-            steps += ["out-of-fold probabilities of the retrained model", "LSNPC on the given-label model",
-                      "LSNPC on the retrained model"]
+            steps += ["out-of-fold probabilities of the retrained model", "LSNPC on the given-label model"]
+            if Xv is not None:
+                steps.append("LSNPC post-hoc on the given-label model's own probabilities")
+            steps.append("LSNPC on the retrained model")
         if Xv is not None:
             steps.append("comparing on the validation rows")
         progress = _Steps(steps, on_step)
@@ -298,16 +304,20 @@ class CorrectedLabelsClassifier(BaseEstimator):
         if self.post_hoc:
             progress.next()
             P_retrained = cross_val_pred_probs(template, X_re, Y_re, cv=self.cv, random_state=fold_seed)
-            for name, Xf, oof, labels in (("noisy", Xa, P, Y), ("retrained", X_re, P_retrained, Y_re)):
+            # (candidate, features, probabilities LSNPC is fitted on, labels: None for LSNPC post-hoc's own)
+            fits: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [("noisy+lsnpc", Xa, P, Y)]
+            if Xv is not None:  # untested by clean rows, in-sample probabilities say little: only with them
+                fits.append(("noisy+lsnpc-insample", Xa, _probs(models["noisy"], Xa, Y.shape[1]), None))
+            fits.append(("retrained+lsnpc", X_re, P_retrained, Y_re))
+            for name, Xf, probs, labels in fits:
                 progress.next()
                 lsnpc = LSNPC(**{**params, "random_state": lsnpc_seed, "device": self.device, "n_threads": self.n_threads})
-                triple = {} if Xv is None else {"X_val": Xv, "y_val": Yv, "pred_probs_val": val_base[name]}
-                correctors[name] = lsnpc.fit(Xf, oof, labels=labels, **triple)
-        compared = tuple(name for name in CANDIDATES[1:] if name.removesuffix("+lsnpc") in models
-                         and (not name.endswith("+lsnpc") or name.removesuffix("+lsnpc") in correctors))
+                triple = {} if Xv is None else {"X_val": Xv, "y_val": Yv, "pred_probs_val": val_base[model_of(name)]}
+                correctors[name] = lsnpc.fit(Xf, probs, labels=labels, **triple)
+        compared = tuple(name for name in CANDIDATES[1:] if name in models or name in correctors)
         # given the triple, each LSNPC keeps or drops its own correction on it: the models alone add nothing
         # to the mean; without it, they steady the mean of corrections that no clean row tested
-        parts = tuple(n for n in compared if n.endswith("+lsnpc")) if correctors and Xv is not None else compared
+        parts = tuple(n for n in compared if n in correctors) if correctors and Xv is not None else compared
         min_val_rows = int(params.get("min_val_rows", LSNPC().min_val_rows))
         eligible = parts if Xv is not None and len(Yv) >= min_val_rows else ()
         kept, scores, scoring, threshold = "mean", (), _scoring_name(self.scoring), 0.5
@@ -323,9 +333,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
 
         components = parts if kept == "mean" else (kept,)
         self.models_ = {name: models[name] for name in ("noisy", "retrained")
-                        if any(c.removesuffix("+lsnpc") == name for c in components)}
-        self.correctors_ = {name.removesuffix("+lsnpc"): correctors[name.removesuffix("+lsnpc")]
-                            for name in components if name.endswith("+lsnpc")}
+                        if any(model_of(c) == name for c in components)}
+        self.correctors_ = {name: correctors[name] for name in components if name in correctors}
         self.labels_ = np.asarray(corrected, dtype=np.int64)
         self.train_rows_ = rows
         self.oof_probs_ = np.asarray(P, dtype=np.float32)
@@ -405,9 +414,9 @@ class _Steps:
 def _part_probs(base: Mapping[str, np.ndarray], correctors: Mapping[str, Any], names: Sequence[str],
                 X: np.ndarray) -> dict[str, np.ndarray]:
     """The probabilities (n, L) of each candidate of ``names`` on X: a model's (``base``: model name -> its
-    probabilities on X), or its LSNPC's correction of them."""
-    return {name: base[name] if name in base else correctors[name.removesuffix("+lsnpc")].predict_proba(
-        X, base[name.removesuffix("+lsnpc")]) for name in names}
+    probabilities on X), or an LSNPC's correction of them (``correctors``: candidate name -> LSNPC)."""
+    return {name: base[name] if name in base else correctors[name].predict_proba(X, base[model_of(name)])
+            for name in names}
 
 
 def _probs(model: Any, X: np.ndarray, n_labels: int) -> np.ndarray:

@@ -2,12 +2,13 @@
 
 Layout of ``path/``::
 
-    config.json                  {"format": "lsnpc-retrained", "format_version": 2, "params": {...},
+    config.json                  {"format": "lsnpc-retrained", "format_version": 3, "params": {...},
                                   "fitted": {...}, "files": {name: sha256, ...}, "config_sha256": ...}
     arrays.safetensors           labels_, train_rows_ and oof_probs_
     model-<name>.<file>          each model of ``models_`` ("noisy", "retrained"), as its own ``save`` writes
                                  it (lsnpc's classifiers only)
-    corrector-<name>.<file>      each LSNPC of ``correctors_``, as ``LSNPC.save`` writes it
+    corrector-<candidate>.<file> each LSNPC of ``correctors_`` (by candidate name: "noisy+lsnpc", ...), as
+                                 ``LSNPC.save`` writes it
 
 The models' and correctors' folders are stored flat under a prefix, so the folder holds files only
 and the atomic write (:func:`lsnpc._io.atomic_directory`) can replace it whole. Loading checks every file's
@@ -36,14 +37,14 @@ from .._saving import (
     seal,
     write_tensors,
 )
-from .selection import RetrainReport
+from .selection import CANDIDATES, RetrainReport, model_of
 
 __all__ = ["FORMAT", "check_save_target", "save_retrained", "load_retrained"]
 
 FORMAT = "lsnpc-retrained"
-FORMAT_VERSION = 2  # 2: the report says which candidates could replace the mean
+FORMAT_VERSION = 3  # 2: the report says which candidates could replace the mean; 3: LSNPC post-hoc's part
 ARRAYS_NAME = "arrays.safetensors"
-_PARTS = ("model-noisy", "model-retrained", "corrector-noisy", "corrector-retrained")
+_PARTS = ("model-noisy", "model-retrained", *(f"corrector-{name}" for name in CANDIDATES if "+" in name))
 _WHAT = "CorrectedLabelsClassifier"
 
 
@@ -62,7 +63,7 @@ def _params(model: Any) -> dict[str, Any]:
 def _owned_by_existing(path: Path) -> set[str]:
     """The part files a saved estimator already at ``path`` lists (they may differ from the new ones)."""
     try:
-        return set(read_config(path, fmt=FORMAT, versions=(1, FORMAT_VERSION), what=_WHAT)["files"])
+        return set(read_config(path, fmt=FORMAT, versions=tuple(range(1, FORMAT_VERSION + 1)), what=_WHAT)["files"])
     except (ValueError, KeyError, TypeError):
         return set()
 
@@ -155,8 +156,8 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
                     (Path(staging) / part).mkdir(exist_ok=True)
                     shutil.copyfile(check_file(folder, name, sha), Path(staging) / part / name[len(part) + 1:])
         present = {part for part in _PARTS if (Path(staging) / part).is_dir()}
-        needed = {f"model-{c.removesuffix('+lsnpc')}" for c in report.components} | {
-            f"corrector-{c.removesuffix('+lsnpc')}" for c in report.components if c.endswith("+lsnpc")}
+        needed = {f"model-{model_of(c)}" for c in report.components} | {
+            f"corrector-{c}" for c in report.components if "+" in c}
         if present != needed:
             raise ValueError(f"{config_path} is damaged: the kept candidate {report.kept!r} needs "
                              f"{', '.join(sorted(needed))}, but the folder holds {', '.join(sorted(present)) or 'none'}")

@@ -33,19 +33,28 @@ from ..corrector.threshold import tune_threshold
 from ..metrics import macro_f1, micro_f1
 from ..model_selection import multilabel_folds
 
-__all__ = ["CANDIDATES", "CandidateScore", "RetrainReport", "cross_fitted_scores", "choose"]
+__all__ = ["CANDIDATES", "CandidateScore", "RetrainReport", "cross_fitted_scores", "choose", "model_of"]
 
 #: The candidates: the mean of some of the others' probabilities (kept unless one of its parts is clearly
 #: better), the model trained on the given labels, the model retrained on the corrected labels, each
-#: followed by LSNPC.
-CANDIDATES = ("mean", "noisy", "retrained", "noisy+lsnpc", "retrained+lsnpc")
+#: followed by LSNPC fitted on its out-of-fold probabilities with its training labels ("+lsnpc"), and the
+#: given-label model followed by LSNPC fitted on its own probabilities on its training rows, as ``LSNPC()``
+#: post-hoc is ("+lsnpc-insample"). The part of a name before "+" is the model it starts from.
+CANDIDATES = ("mean", "noisy", "retrained", "noisy+lsnpc", "noisy+lsnpc-insample", "retrained+lsnpc")
 #: Bootstrap resamples of the validation rows behind the standard errors.
 N_BOOTSTRAP = 500
 _WORDS = {"mean": "the mean of the models' probabilities",
           "noisy": "the model trained on the given labels",
           "retrained": "the model retrained on the corrected labels",
           "noisy+lsnpc": "the model trained on the given labels, corrected by LSNPC",
+          "noisy+lsnpc-insample": "the model trained on the given labels, corrected by LSNPC fitted on its own "
+                                  "probabilities on the training rows (LSNPC post-hoc)",
           "retrained+lsnpc": "the model retrained on the corrected labels, corrected by LSNPC"}
+
+
+def model_of(candidate: str) -> str:
+    """The model a candidate starts from ("noisy" or "retrained"); "mean" for the mean."""
+    return candidate.partition("+")[0]
 
 
 @dataclass(frozen=True)
