@@ -55,17 +55,18 @@ class CorrectedLabelsClassifier(BaseEstimator):
        With clean validation rows every candidate is scored there, each fold of the rows at the threshold
        :func:`lsnpc.tune_threshold` chooses on the other folds; the mean is kept unless one of its parts beats
        it by ``min_gain_se`` standard errors in both micro- and macro-F1 (:mod:`lsnpc.retrain.selection`), at
-       the threshold chosen on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (20), LSNPC trains on them
-       and their scores are in-sample: the mean is kept. Without validation rows the mean is kept, at 0.5.
+       the threshold chosen on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (20),
+       LSNPC trains on them and their scores are in-sample: the mean is kept. Without validation rows the mean
+       is kept, at 0.5.
 
     Why the mean: each candidate wins somewhere and loses somewhere else (dropping rows helps micro-F1 and
     can cost rare labels their positives; LSNPC helps macro-F1 and can cost micro-F1; ``LSNPC()`` post-hoc on
     the model's in-sample probabilities gains the most macro-F1 where labels are many and rare, and the
-    least where retraining pays), and a few dozen validation rows cannot tell reliably which. Why the corrections alone once validation rows test them:
-    each LSNPC then hands its own model back where its correction does not pay on those rows, so the models
-    add nothing the mean needs; where no clean row tests the corrections the models steady the mean
-    (docs/retrain.md has the numbers). ``report_`` says what was kept and the validation numbers that
-    decided it.
+    least where retraining pays), and a few dozen validation rows cannot tell reliably which. Why the
+    corrections alone once validation rows test them: each LSNPC then hands its own model back where its
+    correction does not pay on those rows, so the models add nothing the mean needs; where no clean row tests
+    the corrections the models steady the mean (docs/retrain.md has the numbers). ``report_`` says what was
+    kept and the validation numbers that decided it.
 
     Parameters
     ----------
