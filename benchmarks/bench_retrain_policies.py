@@ -17,7 +17,7 @@ Columns (Δ against "noisy", as there):
   noisy+I          the "lsnpc" column's correction with the estimator's seed: LSNPC fitted on the noisy model's
                    probabilities on its own training rows, with the val0 triple, threshold on val0
   four-L           the mean of noisy, retrained, noisy+L, retrained+L, or one of them a standard error better
-                   in both F1s on val0 (the policy before the current one)
+                   in both F1s on val0 (the first policy)
   four-T           the same with noisy+T and retrained+T
   two-T            the mean of noisy+T and retrained+T, or one of the two a standard error better in both
                    F1s, with at least 20 val0 rows (the policy before the current one)
