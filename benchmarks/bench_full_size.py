@@ -43,9 +43,10 @@ import bench_quality as bq
 import numpy as np
 
 DATASETS = ("goemotions", "tmc2007-500", "delicious", "bibtex")
-BASES = ("protocol", "converged")
-METHODS = ("base-threshold", "lsnpc", "lsnpc-noguard", "lsnpc-semi", "lsnpc-semi-noguard")
-DEFAULT_METHODS = ("base-threshold", "lsnpc", "lsnpc-noguard", "lsnpc-semi")
+BASES = ("protocol", "converged", "forest", "linear")
+METHODS = ("base-threshold", "base-threshold-narrow", "base-threshold-label", "lsnpc", "lsnpc-noguard",
+           "lsnpc-correction", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-noval", "lsnpc-semi", "lsnpc-semi-noguard")
+DEFAULT_METHODS = ("base-threshold", "base-threshold-narrow", "lsnpc", "lsnpc-noguard", "lsnpc-correction")
 
 
 class ConvergedMLP:
@@ -81,6 +82,70 @@ class ConvergedMLP:
         return np.clip(out, 0.0, 1.0)
 
 
+class _ConstantColumns:
+    """A scikit-learn estimator fitted on the labels that vary in the training rows; a label with one class only
+    keeps its training frequency. ``predict_proba`` (n, L) float32, as the project's classifiers give it."""
+
+    def _make(self):  # pragma: no cover - each subclass builds its own estimator
+        raise NotImplementedError
+
+    def fit(self, X: np.ndarray, Y: np.ndarray) -> _ConstantColumns:
+        from threadpoolctl import threadpool_limits
+
+        self.keep_ = Y.any(0) & ~Y.all(0)
+        self.constant_ = Y.mean(0)
+        with threadpool_limits(1), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings of the linear models
+            self.model_ = self._make().fit(X, Y[:, self.keep_])
+        return self
+
+    def _probs(self, X: np.ndarray) -> np.ndarray:
+        probs = self.model_.predict_proba(X)
+        if isinstance(probs, list):  # a multi-output forest: one (n, 2) array a label
+            probs = np.stack([p[:, 1] for p in probs], axis=1)
+        return np.asarray(probs).reshape(len(X), -1)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        from threadpoolctl import threadpool_limits
+
+        out = np.tile(self.constant_, (len(X), 1)).astype(np.float32)
+        with threadpool_limits(1):
+            out[:, self.keep_] = self._probs(X)
+        return np.clip(out, 0.0, 1.0)
+
+
+class Forest(_ConstantColumns):
+    """scikit-learn's ``RandomForestClassifier(200)`` on the noisy labels (multi-output, one tree set for every
+    label): probabilities far from 0.5 out of sample (the share of trees), memorised on its training rows."""
+
+    def __init__(self, random_state: int) -> None:
+        self.random_state = random_state
+
+    def _make(self):
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier(n_estimators=200, n_jobs=1, random_state=self.random_state)
+
+
+class Linear(_ConstantColumns):
+    """scikit-learn's ``OneVsRestClassifier(LogisticRegression())`` on standardised X, trained on the noisy
+    labels: a calibrated-looking linear model whose probabilities sit near each label's frequency."""
+
+    def __init__(self, random_state: int) -> None:
+        self.random_state = random_state
+
+    def _make(self):
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.multiclass import OneVsRestClassifier
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        return make_pipeline(StandardScaler(), OneVsRestClassifier(LogisticRegression(max_iter=1000)))
+
+
+BASE_MODELS = {"converged": ConvergedMLP, "forest": Forest, "linear": Linear}
+
+
 def prepare(dataset: str, size: str, kind: str, rate: float, seed: int, base_kind: str, home: str,
             text_pool: int, feature_cache: str | None) -> dict:
     """``bench_quality.prepare_setting`` with the base model of ``base_kind`` ("protocol" or "converged"); the
@@ -90,7 +155,7 @@ def prepare(dataset: str, size: str, kind: str, rate: float, seed: int, base_kin
     torch.set_num_threads(1)
     if base_kind == "protocol":
         return bq.prepare_setting(dataset, size, kind, rate, seed, home, text_pool, feature_cache)
-    if base_kind != "converged":
+    if base_kind not in BASE_MODELS:
         raise ValueError(f"base_kind must be one of {BASES}, got {base_kind!r}")
     from lsnpc import simulate_noise
     from lsnpc.data import paper_splits
@@ -102,54 +167,116 @@ def prepare(dataset: str, size: str, kind: str, rate: float, seed: int, base_kin
     split = paper_splits(len(X), random_state=seed)
     tr = split["train"]
     Y_noisy = simulate_noise(Y[tr], kind, rate, random_state=seed)[0] if rate > 0 else Y[tr].copy()
-    base = ConvergedMLP(seed).fit(X[tr], Y_noisy)
+    base = BASE_MODELS[base_kind](seed).fit(X[tr], Y_noisy)
     return dict(X=X, Y=Y, Xt=Xt, Yt=Yt, split=split, Y_noisy=Y_noisy, base=base)
 
 
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, base_kind: str, methods: tuple[str, ...],
-                home: str, text_pool: int, feature_cache: str | None, params: dict) -> list[dict]:
+                home: str, text_pool: int, feature_cache: str | None, params: dict,
+                base_cache: str | None = None) -> list[dict]:
     """The base model's row and one row per method of one setting."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="pred_probs barely vary", category=UserWarning)
         return _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text_pool, feature_cache,
-                            params)
+                            params, base_cache)
 
 
-def _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text_pool, feature_cache, params):
+def _scored(Yt: np.ndarray, Q: np.ndarray, threshold) -> dict:
+    """Test micro- and macro-F1 at ``threshold`` (a number or one a label), and mAP (threshold-free)."""
+    from lsnpc.metrics import macro_f1, mean_average_precision, micro_f1
+
+    return dict(micro=micro_f1(Yt, Q, threshold), macro=macro_f1(Yt, Q, threshold), map=mean_average_precision(Yt, Q))
+
+
+def prepared_probs(dataset: str, size: str, kind: str, rate: float, seed: int, base_kind: str, home: str,
+                   text_pool: int, feature_cache: str | None, base_cache: str | None) -> dict:
+    """:func:`prepare`'s arrays with the base model's probabilities instead of the model: X, Y, Xt, Yt, Y_noisy, the
+    split's rows (tr, v0, v1) and P_tr, P_v0, P_v1, P_te (float32). With ``base_cache`` (a folder) they are read
+    from ``<setting>.npz`` there when a run wrote it, and written there after a fit (temporary file, then
+    rename), so variants of the methods on the same setting train its base model once."""
+    name = f"{dataset}@{size}_{kind}{float(rate)}_s{seed}_{base_kind}.npz".replace("/", "_")
+    path = None if base_cache is None else Path(base_cache) / name
+    if path is not None and path.exists():
+        with np.load(path) as saved:
+            return {k: saved[k] for k in saved.files}
+    s = prepare(dataset, size, kind, rate, seed, base_kind, home, text_pool, feature_cache)
+    X, base = s["X"], s["base"]
+    out = dict(X=X, Y=s["Y"], Xt=s["Xt"], Yt=s["Yt"], Y_noisy=s["Y_noisy"], tr=s["split"]["train"],
+               v0=s["split"]["val0"], v1=s["split"]["val1"])
+    for name_, rows in (("P_tr", "tr"), ("P_v0", "v0"), ("P_v1", "v1")):
+        out[name_] = np.asarray(base.predict_proba(X[out[rows]]), dtype=np.float32)
+    out["P_te"] = np.asarray(base.predict_proba(s["Xt"]), dtype=np.float32)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial.npz")
+        np.savez(partial, **out)
+        partial.replace(path)
+    return out
+
+
+def _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text_pool, feature_cache, params,
+                 base_cache=None):
     from lsnpc import LSNPC, tune_threshold
-    from lsnpc.metrics import macro_f1, micro_f1
+    from lsnpc.corrector.threshold import NARROW_THRESHOLDS
+    from lsnpc.metrics import micro_f1
 
     started = time.perf_counter()
-    s = prepare(dataset, size, kind, rate, seed, base_kind, home, text_pool, feature_cache)
-    X, Y, Xt, Yt, Y_noisy, base = s["X"], s["Y"], s["Xt"], s["Yt"], s["Y_noisy"], s["base"]
-    tr, v0, v1 = s["split"]["train"], s["split"]["val0"], s["split"]["val1"]
-    P_tr, P_v0, P_v1, P_te = (np.asarray(base.predict_proba(a), dtype=np.float32) for a in (X[tr], X[v0], X[v1], Xt))
+    s = prepared_probs(dataset, size, kind, rate, seed, base_kind, home, text_pool, feature_cache, base_cache)
+    X, Y, Xt, Yt, Y_noisy = s["X"], s["Y"], s["Xt"], s["Yt"], s["Y_noisy"]
+    tr, v0, v1 = s["tr"], s["v0"], s["v1"]
+    P_tr, P_v0, P_v1, P_te = s["P_tr"], s["P_v0"], s["P_v1"], s["P_te"]
     key = dict(dataset=dataset, requested=size, size=len(X), n_train=len(tr), n_val=len(v0), n_labels=Y.shape[1],
                kind=kind, rate=rate, seed=seed, base=base_kind)
-    rows = [dict(key, method="base", micro=micro_f1(Yt, P_te), macro=macro_f1(Yt, P_te),
-                 seconds=time.perf_counter() - started, train_f1_noisy=micro_f1(Y_noisy, P_tr),
-                 train_f1_true=micro_f1(Y[tr], P_tr))]
+    rows = [dict(key, method="base", **_scored(Yt, P_te, 0.5), seconds=time.perf_counter() - started,
+                 train_f1_noisy=micro_f1(Y_noisy, P_tr), train_f1_true=micro_f1(Y[tr], P_tr))]
     for method in methods:
         started = time.perf_counter()
-        if method == "base-threshold":
-            t = tune_threshold(Y[v0], P_v0).threshold
-            rows.append(dict(key, method=method, micro=micro_f1(Yt, P_te, t), macro=macro_f1(Yt, P_te, t),
-                             seconds=0.0, threshold=t))
+        if method.startswith("base-threshold"):
+            options = {"base-threshold": {}, "base-threshold-narrow": dict(thresholds=NARROW_THRESHOLDS),
+                       "base-threshold-label": dict(per_label=True)}[method]
+            tuned = tune_threshold(Y[v0], P_v0, **options)
+            rows.append(dict(key, method=method, **_scored(Yt, P_te, tuned.decision), seconds=0.0,
+                             threshold=tuned.threshold))
+            continue
+        if method in DERIVED:  # read off the "lsnpc" fit (the same networks: see DERIVED)
             continue
         options = dict(params)
         if method.endswith("noguard"):
             options["guard"] = False
-        kwargs = dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
+        kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
         if method.startswith("lsnpc-semi"):
             kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
+        if method.removesuffix("-noval").endswith("labels"):
+            kwargs.update(labels=Y_noisy)
         corrector = LSNPC(random_state=seed, **options).fit(X[tr], P_tr, **kwargs)
         seconds = time.perf_counter() - started
         Q = corrector.predict_proba(Xt, P_te)
         t = corrector.threshold_
-        rows.append(dict(key, method=method, micro=micro_f1(Yt, Q, t), macro=macro_f1(Yt, Q, t), seconds=seconds,
-                         threshold=t, base_weight=corrector.base_weight_, epoch=corrector.best_epoch_,
-                         epochs=corrector.epochs_, micro_at_half=micro_f1(Yt, Q), macro_at_half=macro_f1(Yt, Q)))
+        rows.append(dict(key, method=method, **_scored(Yt, Q, t), seconds=seconds, threshold=t,
+                         base_weight=corrector.base_weight_, blend=corrector.report_["blend"].method,
+                         threshold_method=corrector.report_["threshold"].method, epoch=corrector.best_epoch_,
+                         epochs=corrector.epochs_, micro_at_half=_scored(Yt, Q, 0.5)["micro"],
+                         macro_at_half=_scored(Yt, Q, 0.5)["macro"]))
+        if method == "lsnpc":
+            for derived in (m for m in methods if m in DERIVED):
+                rows.append(dict(key, method=derived, **_derived(corrector, derived, X[v0], Y[v0], P_v0, Xt, Yt, P_te),
+                                 seconds=seconds, epoch=corrector.best_epoch_, epochs=corrector.epochs_))
     return rows
+
+
+#: Methods read off the ``lsnpc`` fit of the same setting, equal to fitting them (the guard and the student come
+#: after the training, and the random draws before them are the same): ``lsnpc-noguard`` is ``LSNPC(guard=False)``,
+#: ``lsnpc-correction`` is ``LSNPC(student=False, guard=False)``, each at its threshold tuned on val0.
+DERIVED = ("lsnpc-noguard", "lsnpc-correction")
+
+
+def _derived(corrector, method: str, Xv, yv, Pv, Xt, Yt, Pt) -> dict:
+    from lsnpc import tune_threshold
+
+    out = corrector._output if method == "lsnpc-noguard" else corrector._raw_correct
+    t = tune_threshold(yv, out(Xv, Pv), thresholds=corrector.threshold_grid).threshold
+    Q = out(Xt, Pt)
+    return dict(_scored(Yt, Q, t), threshold=t, base_weight=0.0)
 
 
 KEYS = ("dataset", "requested", "kind", "rate", "seed", "base")
@@ -160,62 +287,76 @@ def _noise_name(kind: str, rate: float) -> str:
 
 
 def print_tables(rows: list[dict], methods: tuple[str, ...] = METHODS) -> None:
-    """The per-setting table (absolute scores) and the bar, per base model and method, against base-threshold."""
+    """The per-setting table (absolute scores, mAP beside them) and the summary, per base model and method, against
+    base-threshold (the base model at the threshold ``tune_threshold`` chooses on the same clean rows)."""
     import pandas as pd
 
     if not rows:
         print("No results to print.")
         return
     df = pd.DataFrame(rows).drop_duplicates(subset=[*KEYS, "method"], keep="last")
+    if "map" not in df:
+        df["map"] = np.nan
     shown = [m for m in methods if m in set(df.method)]
-    setting = ["base", "dataset", "kind", "rate"]
-    per = df.groupby([*setting, "method"], sort=False)[["micro", "macro"]].mean().mul(100)
-    print("\nTest micro / macro-F1 (×100; mean over seeds); the methods' change over base-threshold in brackets")
+    setting = ["base", "dataset", "requested", "kind", "rate"]
+    per = df.groupby([*setting, "method"], sort=False)[["micro", "macro", "map"]].mean().mul(100)
+    print("\nTest micro / macro-F1 (×100; mean over seeds), the change over base-threshold in brackets; mAP after |")
     print("| base model | data set | noise | base at 0.5 | " + " | ".join(shown) + " |")
     print("|---|---|---|---|" + "---|" * len(shown))
-    for (base, dataset, kind, rate), _ in df.groupby(setting, sort=False):
-        cells = {m: per.loc[(base, dataset, kind, rate, m)] for m in ("base", *shown)
-                 if (base, dataset, kind, rate, m) in per.index}
+    for key, _ in df.groupby(setting, sort=False):
+        cells = {m: per.loc[(*key, m)] for m in ("base", *shown) if (*key, m) in per.index}
         ref = cells.get("base-threshold")
         out = []
         for m in shown:
             c = cells.get(m)
             if c is None:
                 out.append("")
-            elif m == "base-threshold" or ref is None:
-                out.append(f"{c.micro:.1f} / {c.macro:.1f}")
-            else:
-                out.append(f"{c.micro:.1f} / {c.macro:.1f} ({c.micro - ref.micro:+.1f} / {c.macro - ref.macro:+.1f})")
+                continue
+            text = f"{c.micro:.1f} / {c.macro:.1f}"
+            if m != "base-threshold" and ref is not None:
+                text += f" ({c.micro - ref.micro:+.1f} / {c.macro - ref.macro:+.1f})"
+            if not m.startswith("base-threshold") and not np.isnan(c["map"]):
+                text += f" \\| {c['map']:.1f}"
+            out.append(text)
         b = cells["base"]
-        print(f"| {base} | {dataset} | {_noise_name(kind, rate)} | {b.micro:.1f} / {b.macro:.1f} | " + " | ".join(out) + " |")
+        base, dataset, requested, kind, rate = key
+        name = dataset if requested == "full" else f"{dataset}@{requested}"
+        print(f"| {base} | {name} | {_noise_name(kind, rate)} | {b.micro:.1f} / {b.macro:.1f} \\| {b['map']:.1f} | "
+              + " | ".join(out) + " |")
 
-    print("\nThe bar, against base-threshold (mean over the settings at 30–50% noise; the worst setting at 0%): the "
-          "unguarded correction at least matches it in both F1s, the default gains at least +2 in both, nothing "
-          "loses more than 1 point at 0%")
-    print("| base model | method | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ at 0% (micro / macro) |")
-    print("|---|---|---|---|---|---|")
+    print("\nAgainst base-threshold: the mean change at 30–50% noise, the worst setting in either F1 (all noise "
+          "rates) and at 0%, and the mean change in mAP against the base model (threshold-free)")
+    print("| base model | method | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ | worst Δ at 0% "
+          "(micro / macro) | mean Δ mAP |")
+    print("|---|---|---|---|---|---|---|---|")
     wide = per.reset_index()
+    index = ["dataset", "requested", "kind", "rate"]
     for base in dict.fromkeys(wide.base):
-        ref = wide[(wide.base == base) & (wide.method == "base-threshold")].set_index(["dataset", "kind", "rate"])
+        ref = wide[(wide.base == base) & (wide.method == "base-threshold")].set_index(index)
+        plain = wide[(wide.base == base) & (wide.method == "base")].set_index(index)
         for m in shown:
             if m == "base-threshold":
                 continue
-            g = wide[(wide.base == base) & (wide.method == m)].set_index(["dataset", "kind", "rate"])
-            j = g[["micro", "macro"]].merge(ref[["micro", "macro"]], left_index=True, right_index=True,
-                                           suffixes=("", "_ref"))
+            g = wide[(wide.base == base) & (wide.method == m)].set_index(index)
+            j = g[["micro", "macro", "map"]].join(ref[["micro", "macro"]].add_suffix("_ref"), how="inner").join(
+                plain[["map"]].add_suffix("_base"), how="left")
             if not len(j):
                 continue
             d = j[["micro", "macro"]].to_numpy() - j[["micro_ref", "macro_ref"]].to_numpy()
             noisy = j.index.get_level_values("rate").to_numpy() > 0
-            worst = (f"{d[~noisy, 0].min():+.1f} / {d[~noisy, 1].min():+.1f}" if (~noisy).any() else "–")
+            worst0 = f"{d[~noisy, 0].min():+.1f} / {d[~noisy, 1].min():+.1f}" if (~noisy).any() else "–"
             means = [f"{d[noisy, k].mean():+.2f}" if noisy.any() else "–" for k in (0, 1)]
-            print(f"| {base} | {m} | {len(j)} | {means[0]} | {means[1]} | {worst} |")
+            dmap = (j["map"] - j["map_base"]).mean()
+            print(f"| {base} | {m} | {len(j)} | {means[0]} | {means[1]} | {d.min():+.1f} | {worst0} | "
+                  + ("–" if np.isnan(dmap) else f"{dmap:+.2f}") + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--size", default="full", help='training rows drawn ("full": the whole training split)')
+    parser.add_argument("--configs", nargs="+", default=None, metavar="DATASET@SIZE",
+                        help="data sets each at its own size, e.g. 'bibtex[top=45]@333' (instead of --datasets, --size)")
     parser.add_argument("--noise", nargs="+", default=list(bq.NOISES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--bases", nargs="+", default=["protocol"], choices=BASES)
@@ -223,6 +364,8 @@ def main() -> None:
     parser.add_argument("--data-home", default=str(bq.DEFAULT_HOME))
     parser.add_argument("--text-pool", type=int, default=100_000, help="texts of a text set encoded (all of them)")
     parser.add_argument("--feature-cache", default=None, help="feature cache folder (default: lsnpc's)")
+    parser.add_argument("--base-cache", default=None,
+                        help="folder of the base models' probabilities, one file a setting (read if there, else written)")
     parser.add_argument("--out", type=Path, nargs="+", required=True,
                         help="JSON-lines results file (appended, resumed); with --report, several are merged")
     parser.add_argument("--report", action="store_true", help="only print the tables of --out")
@@ -230,27 +373,32 @@ def main() -> None:
     args = parser.parse_args()
     try:
         params = dict(bq.parse_param(item) for item in args.params)
+        configs = ([bq.parse_config(c) for c in args.configs] if args.configs is not None
+                   else [(d, args.size) for d in args.datasets])
     except ValueError as error:
         parser.error(str(error))
     rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
     if not args.report:
         done = {(*(r[k] for k in KEYS), r["method"]) for r in rows}
-        for dataset in args.datasets:
+        for dataset, size in configs:
             for spec in args.noise:
                 kind, rate = spec.split(":")
                 for seed in args.seeds:
                     for base_kind in args.bases:
-                        key = (dataset, args.size, kind, float(rate), seed, base_kind)
+                        key = (dataset, size, kind, float(rate), seed, base_kind)
                         todo = tuple(m for m in args.methods if (*key, m) not in done)
                         if not todo:
                             continue
-                        fresh = run_setting(*key, todo, args.data_home, args.text_pool, args.feature_cache, params)
+                        if any(m in DERIVED for m in todo) and "lsnpc" not in todo:
+                            todo = ("lsnpc", *todo)  # the derived methods are read off its fit
+                        fresh = run_setting(*key, todo, args.data_home, args.text_pool, args.feature_cache, params,
+                                            args.base_cache)
                         fresh = [r for r in fresh if (*(r[k] for k in KEYS), r["method"]) not in done]
                         done.update((*(r[k] for k in KEYS), r["method"]) for r in fresh)
                         rows += fresh
                         with open(args.out[0], "a") as fh:
                             fh.writelines(json.dumps(r) + "\n" for r in fresh)
-                        print(f"  done {dataset} {_noise_name(kind, float(rate))} seed {seed} {base_kind}: "
+                        print(f"  done {dataset}@{size} {_noise_name(kind, float(rate))} seed {seed} {base_kind}: "
                               + ", ".join(f"{r['method']} {100 * r['micro']:.1f}/{100 * r['macro']:.1f}"
                                           for r in fresh), flush=True)
     print_tables(rows, tuple(m for m in METHODS if m in args.methods) if not args.report else METHODS)

@@ -21,8 +21,8 @@ Methods get the val0 triple, or with the suffix "-noval" no clean label at all:
                      folds, each a base MLP trained the same way on the other four folds' noisy labels:
                      ``lsnpc.cross_val_pred_probs``) instead of the base model's own; ``-labels``, ``-noval`` as above
   base-threshold     not a corrector: the base model's own probabilities at the threshold ``lsnpc.tune_threshold``
-                     chooses for them on val0 (0.5 below 20 val0 rows, where LSNPC does not tune either): what a
-                     threshold alone buys, the simplest competitor
+                     chooses for them on val0 (0.5 when val0 holds no positive label): what a threshold alone
+                     buys, the simplest competitor
   base-clean         not a corrector: the base MLP trained the same way on the *true* training labels, the
                      headroom of a setting (a reference, not a ceiling)
 
@@ -82,7 +82,6 @@ METHODS = (*VARIANTS, *TRUNK, *(f"{m}-noval" for m in (*VARIANTS, *TRUNK) if m n
 NOISES = ("symmetric:0.0", "symmetric:0.3", "pairflip:0.3", "symmetric:0.5", "pairflip:0.5")
 TEXT_SETS = ("goemotions",)
 NOISE_NAMES = {"symmetric": "sym", "pairflip": "pair"}
-MIN_VAL_ROWS = 20  # LSNPC's min_val_rows default: below it the triple cannot choose a threshold
 
 
 def make_corrector(method: str, seed: int, trunk, params: dict | None = None):
@@ -233,7 +232,7 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, met
                                  seconds=time.perf_counter() - started))
             continue
         if method == "base-threshold":
-            t = tune_threshold(Y[v0], P_v0).threshold if len(v0) >= MIN_VAL_ROWS and Y[v0].any() else 0.5
+            t = tune_threshold(Y[v0], P_v0).threshold if Y[v0].any() else 0.5
             rows_out.append(dict(key, method=method, micro=micro_f1(Yt, P_te, t), macro=macro_f1(Yt, P_te, t),
                                  seconds=time.perf_counter() - started, threshold=t))
             continue

@@ -59,7 +59,7 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
     from sklearn.base import clone
 
     from lsnpc import LSNPC, correct_labels, cross_val_pred_probs, tune_threshold
-    from lsnpc.corrector.threshold import DEFAULT_THRESHOLDS
+    from lsnpc.corrector.threshold import AUTO
     from lsnpc.metrics import macro_f1, micro_f1
     from lsnpc.retrain.estimator import _probs
     from lsnpc.retrain.selection import choose
@@ -112,7 +112,7 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
         probs = {"mean": (np.mean([val[p] for p in parts], axis=0), np.mean([test[p] for p in parts], axis=0)),
                  **{p: (val[p], test[p]) for p in parts}}
         kept, scores, _ = choose(Yv, {k: v for k, (v, _) in probs.items()}, n_folds=5, random_state=val_seed,
-                                 thresholds=DEFAULT_THRESHOLDS, scoring="micro+macro", min_gain_se=1.0,
+                                 thresholds=AUTO, scoring="micro+macro", min_gain_se=1.0,
                                  eligible=parts if len(Yv) >= min_rows else ())
         threshold = next(sc.threshold for sc in scores if sc.name == kept)
         record(method, (probs[kept][1] >= threshold).astype(np.int64), kept=kept, threshold=threshold)

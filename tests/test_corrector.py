@@ -52,14 +52,19 @@ def test_a_validation_triple_plans_every_step_and_the_report_holds_the_numbers(
     assert fitted.selection_ == "val_f1" and report["epoch"].choice == fitted.best_epoch_
     assert report["epoch"].evidence["n_val"] == 50 and report["epoch"].evidence["n_holdout"] == 0
     epochs = [h for h in fitted.history_ if h["phase"] == "train"]
-    assert len(epochs) == fitted.epochs_ == 2 and all("val_micro_f1" in h for h in epochs)
-    # the blend: the first candidate whose loss support is below the confidence, else the base model
+    assert len(epochs) == fitted.epochs_ == 2 and all("val_tuned_micro_f1" in h for h in epochs)
+    # each epoch scored as predict decides it: at the threshold tuned on the triple
+    best = max(epochs, key=lambda h: h["val_tuned_micro_f1"] + h["val_tuned_macro_f1"])
+    assert fitted.best_epoch_ == best["epoch"]
+    # the blend: of the candidates whose loss support is below the confidence, the best cross-fitted F1s, else
+    # the base model
     blend = report["blend"]
-    assert blend.choice == fitted.base_weight_ and blend.evidence["n_rows"] == 50
+    assert blend.choice == fitted.base_weight_ and blend.evidence["n_rows"] == 50 and blend.evidence["folds"] == 5
     support = {float(w): s for w, s in blend.evidence["loss_support"].items()}  # JSON keys: the weights as text
+    scores = {float(w): sum(v) for w, v in blend.evidence["scores"].items()}
     passed = [w for w, s in support.items() if s < blend.evidence["confidence"]]
-    assert fitted.base_weight_ == (passed[0] if passed else 1.0)
-    assert list(support) == [0.5][: len(support)]
+    assert fitted.base_weight_ == (max(passed, key=lambda w: (scores[w], w)) if passed else 1.0)
+    assert list(support) == [0.0, 0.5] and set(scores) == {0.0, 0.5, 1.0}
     # the threshold: tune_threshold on the validation rows of what predict_proba returns
     X, Y, P = problem["X"][300:350], problem["Y"][300:350], problem["P"][300:350]
     curve = tune_threshold(Y, fitted.predict_proba(X, P))
@@ -80,13 +85,10 @@ def test_the_noisy_labels_choose_the_epoch_test_the_output_and_tune_the_threshol
     assert plan.threshold == "tuned on held-out noisy labels"
     assert all("holdout_noisy_micro_f1" in h for h in model.history_ if h["phase"] == "train")
     blend = model.report_["blend"]
-    if blend.method == "collapse":
-        assert model.base_weight_ == 1.0
-    else:
-        assert blend.method == "noisy-label test" and blend.evidence["n_rows"] == 30
-        support = blend.evidence["loss_support"]["0.0"]
-        expected = 0.0 if support < model.blend_confidence else model.prior_base_weight
-        assert model.base_weight_ == pytest.approx(expected)
+    assert blend.method == "noisy-label test" and blend.evidence["n_rows"] == 30
+    support = blend.evidence["loss_support"]["0.0"]
+    expected = 0.0 if support < model.blend_confidence else model.prior_base_weight
+    assert model.base_weight_ == pytest.approx(expected)
     threshold = model.report_["threshold"]
     assert threshold.evidence["n_rows"] == 30
     # tuned only among the thresholds at which the output keeps to the noisy labels' count on the training rows
@@ -94,10 +96,12 @@ def test_the_noisy_labels_choose_the_epoch_test_the_output_and_tune_the_threshol
     output = model.predict_proba(X, P)
     for t in threshold.evidence["thresholds"][:-1]:
         assert t >= model.count_floor and float((output >= t).sum(1).mean()) <= threshold.evidence["expected_count"]
-    assert threshold.evidence["thresholds"][-1] == 0.5 and threshold.choice in threshold.evidence["thresholds"]
+    # the candidates span the output's own range (and 0.5); the highest is always among them
+    assert threshold.evidence["thresholds"][-1] == pytest.approx(max(0.5, float(output.max())), rel=1e-6)
+    assert threshold.choice in threshold.evidence["thresholds"]
     # fewer held-out rows than min_val_rows: the label count sets the threshold
-    small = LSNPC(random_state=0, **FAST).fit(X[:150], P[:150], labels=Y[:150])
-    assert small.report_.plan.n_holdout == 15 and small.report_.plan.threshold == "label count"
+    small = LSNPC(random_state=0, **FAST).fit(X[:90], P[:90], labels=Y[:90])
+    assert small.report_.plan.n_holdout == 9 and small.report_.plan.threshold == "label count"
 
 
 def test_without_any_label_the_elbo_chooses_and_the_threshold_keeps_to_the_expected_count(
@@ -109,9 +113,8 @@ def test_without_any_label_the_elbo_chooses_and_the_threshold_keeps_to_the_expec
     assert (plan.evidence, plan.selection, plan.blend, plan.threshold) == ("none", "noisy_elbo", "prior", "label count")
     assert all("holdout_neg_elbo" in h for h in model.history_ if h["phase"] == "train")
     blend, threshold = model.report_["blend"], model.report_["threshold"]
-    if blend.method != "collapse":
-        assert blend.evidence["collapse_check"]["n_rows"] == 30  # the held-out rows
-        assert model.base_weight_ == pytest.approx(model.prior_base_weight)  # a dense, sharp base model
+    assert blend.method == "prior" and not blend.evidence["flat"] and not blend.evidence["sparse_and_vague"]
+    assert model.base_weight_ == pytest.approx(model.prior_base_weight)  # a dense, sharp base model
     evidence = threshold.evidence
     output = model.predict_proba(X, P)
     # the base model's expected count, capped at count_growth times the output's own labels a row at 0.5
@@ -132,22 +135,38 @@ def test_a_sparse_and_vague_base_model_is_not_blended_in_without_labels() -> Non
     assert base_density(P) < 0.1 and base_sharpness(P) < 0.4
     model = LSNPC(random_state=0, **FAST).fit(X, P)
     blend = model.report_["blend"]
-    assert blend.method in ("prior", "collapse")
-    if blend.method == "prior":
-        assert blend.evidence["sparse_and_vague"] is True and model.base_weight_ == 0.0
+    assert blend.method == "prior" and blend.evidence["sparse_and_vague"] is True and model.base_weight_ == 0.0
+
+
+def test_a_flat_base_model_comes_back_without_labels() -> None:
+    # probabilities that barely vary around a dense mean: nothing to learn from P, nothing to test a correction
+    # with, so the base model comes back, decided at the label count's threshold
+    X, Y = make_toy_multilabel(300, 8, 5, seed=2)
+    rng = np.random.default_rng(2)
+    P = np.clip(Y.mean(0) + 0.3 + rng.normal(0, 0.003, Y.shape), 0, 1).astype(np.float32)
+    with pytest.warns(UserWarning, match="barely vary"):
+        model = LSNPC(random_state=0, **FAST).fit(X, P)
+    blend = model.report_["blend"]
+    assert blend.method == "prior" and blend.evidence["flat"] is True and model.base_weight_ == 1.0
+    np.testing.assert_array_equal(model.predict_proba(X, P), P)
+    assert model.report_["threshold"].method == "label count"
 
 
 def test_a_validation_triple_too_small_to_test_is_trained_on(problem: dict[str, np.ndarray]) -> None:
     X, Y, P = problem["X"], problem["Y"], problem["P"]
-    model = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200], X_val=X[200:215], y_val=Y[200:215],
-                                              pred_probs_val=P[200:215])
+    model = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200], X_val=X[200:208], y_val=Y[200:208],
+                                              pred_probs_val=P[200:208])
     plan = model.report_.plan
     assert plan.val_trained_on and plan.evidence == "none" and plan.selection == "noisy_elbo"
-    assert model.report_["epoch"].evidence["n_clean"] == 15
+    assert model.report_["epoch"].evidence["n_clean"] == 8
     assert all("clean_loss" in h for h in model.history_ if h["phase"] == "train")
+    # a dozen rows already test the output and tune the threshold
+    dozen = LSNPC(random_state=0, **FAST).fit(X[:200], P[:200], X_val=X[200:212], y_val=Y[200:212],
+                                              pred_probs_val=P[200:212])
+    assert dozen.report_.plan.evidence == "validation" and not dozen.report_.plan.val_trained_on
     # an explicit selection keeps it choosing the epoch
     chosen = LSNPC(random_state=0, selection="val_f1", **FAST).fit(
-        X[:200], P[:200], X_val=X[200:215], y_val=Y[200:215], pred_probs_val=P[200:215])
+        X[:200], P[:200], X_val=X[200:208], y_val=Y[200:208], pred_probs_val=P[200:208])
     assert not chosen.report_.plan.val_trained_on and chosen.selection_ == "val_f1"
     assert chosen.report_.plan.evidence == "none"  # still too few rows to test the output
 
@@ -355,7 +374,7 @@ def test_fit_rejects_bad_input(kwargs: dict, match: str) -> None:
         (dict(blend_candidates="half"), "blend_candidates must be a sequence"),
         (dict(blend_confidence=0), "blend_confidence must be >"),
         (dict(prior_base_weight=-0.1), "prior_base_weight must be >= 0"),
-        (dict(threshold_grid=[]), "threshold_grid must be a non-empty sequence"),
+        (dict(threshold_grid=[]), "threshold_grid must be 'auto' or a non-empty sequence"),
         (dict(threshold_grid=[0.0, 0.5]), r"threshold_grid must hold numbers in \(0, 1\]"),
         (dict(count_floor=0), "count_floor must be >"),
         (dict(count_growth=0.5), "count_growth must be >= 1"),

@@ -54,16 +54,33 @@ def _validation_rows(seed: int = 0, n: int = 60, labels: int = 5):
     return y, good, poor
 
 
-def test_a_better_output_is_kept_at_the_first_candidate_and_a_worse_one_hands_back_the_base_model() -> None:
+def _folds(n: int, k: int = 5) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(np.setdiff1d(np.arange(n), part), part) for part in np.array_split(np.arange(n), k)]
+
+
+def test_a_better_output_is_kept_and_a_worse_one_hands_back_the_base_model() -> None:
     y, good, poor = _validation_rows()
-    w, evidence = blend.test_on_validation(y, good, poor, candidates=(0.0, 0.5), confidence=0.4,
+    w, evidence = blend.test_on_validation(y, good, poor, candidates=(0.0, 0.5), confidence=0.4, folds=_folds(60),
                                            rng=np.random.default_rng(0))
-    assert w == 0.0 and evidence["loss_support"] == {0.0: pytest.approx(0.0)} and evidence["n_rows"] == 60
-    assert evidence["output_micro_f1"] > evidence["base_micro_f1"]
-    w, evidence = blend.test_on_validation(y, poor, good, candidates=(0.0, 0.5), confidence=0.4,
+    assert w == 0.0 and evidence["loss_support"][0.0] == pytest.approx(0.0) and evidence["n_rows"] == 60
+    assert evidence["folds"] == 5 and sum(evidence["scores"][0.0]) > sum(evidence["scores"][1.0])
+    w, evidence = blend.test_on_validation(y, poor, good, candidates=(0.0, 0.5), confidence=0.4, folds=_folds(60),
                                            rng=np.random.default_rng(0))
     assert w == 1.0 and all(s >= 0.4 for s in evidence["loss_support"].values())
-    assert list(evidence["loss_support"]) == [0.0, 0.5]
+    assert list(evidence["loss_support"]) == [0.0, 0.5] and set(evidence["scores"]) == {0.0, 0.5, 1.0}
+
+
+def test_each_candidate_is_judged_at_its_own_tuned_threshold_not_at_one_half() -> None:
+    # an output that ranks every row right but sits below 0.5, against a base model that is right at 0.5 on
+    # fewer rows: at 0.5 the output predicts nothing and would lose; at its own threshold it wins
+    rng = np.random.default_rng(1)
+    y = (rng.random((100, 4)) < 0.3).astype(np.int64)
+    low = np.where(y == 1, 0.3, 0.1) + rng.uniform(0, 0.05, y.shape)
+    base = np.clip(np.where(rng.random(y.shape) < 0.75, y, 1 - y) * 0.6 + 0.2, 0, 1)
+    w, evidence = blend.test_on_validation(y, low, base, candidates=(0.0, 0.5), confidence=0.4, folds=_folds(100),
+                                           rng=np.random.default_rng(0))
+    assert (low >= 0.5).sum() == 0 and w == 0.0
+    assert min(evidence["scores"][0.0]) > 0.95 > max(evidence["scores"][1.0])  # cross-fitted, at tuned thresholds
 
 
 def test_the_noisy_label_test_keeps_the_output_or_the_prior_never_more() -> None:
@@ -73,27 +90,23 @@ def test_the_noisy_label_test_keeps_the_output_or_the_prior_never_more() -> None
     assert w == 0.25 and evidence["loss_support"][0.0] >= 0.4 and evidence["prior"] == 0.25
 
 
-def test_the_prior_is_zero_only_for_a_sparse_and_vague_base_model() -> None:
+def test_the_prior_is_zero_for_a_sparse_and_vague_base_model() -> None:
     rng = np.random.default_rng(0)
     vague = np.clip(0.05 + rng.normal(0, 0.01, (200, 10)), 0, 1)
     sharp = (rng.random((200, 10)) < 0.05).astype(float) * 0.9 + 0.05
-    dense = np.clip(0.4 + rng.normal(0, 0.01, (200, 10)), 0, 1)
+    dense = np.clip(0.2 + 0.5 * (rng.random((200, 10)) < 0.4) + rng.normal(0, 0.01, (200, 10)), 0, 1)
     assert blend.prior_weight(vague, prior=1 / 3) == (0.0, pytest.approx(
         {"prior": 1 / 3, "base_density": blend.base_density(vague), "base_sharpness": blend.base_sharpness(vague),
-         "sparse_and_vague": True}))
+         "sparse_and_vague": True, "flat": False}))
     assert blend.prior_weight(sharp, prior=1 / 3)[0] == pytest.approx(1 / 3)
     assert blend.prior_weight(dense, prior=1 / 3)[0] == pytest.approx(1 / 3)
 
 
-def test_the_collapse_check() -> None:
-    base = np.array([[0.9, 0.1, 0.6], [0.2, 0.8, 0.1]])
-    assert blend.collapse_check(base, base) == (False, {"kept_base_positives": 1.0, "count_ratio": pytest.approx(
-        1.5 / base.sum(1).mean()), "n_rows": 2})
-    silent = np.zeros_like(base)
-    collapsed, evidence = blend.collapse_check(silent, base)
-    assert collapsed and evidence["kept_base_positives"] == 0.0
-    flooded = np.ones_like(base)
-    assert blend.collapse_check(flooded, np.full_like(base, 0.2))[0]  # 3 labels a row against 0.6 expected
+def test_a_flat_dense_base_model_comes_back_whole() -> None:
+    rng = np.random.default_rng(0)
+    flat = np.clip(0.4 + rng.normal(0, 0.005, (200, 10)), 0, 1)
+    w, evidence = blend.prior_weight(flat, prior=1 / 3)
+    assert w == 1.0 and evidence["flat"] is True and evidence["sparse_and_vague"] is False
 
 
 def test_sharpness_and_density() -> None:

@@ -1,4 +1,5 @@
-"""lsnpc.tune_threshold and the label-count threshold: the choice, the curve, the scorings, bad input."""
+"""lsnpc.tune_threshold and the label-count threshold: the candidates, the choice, the curve, per-label thresholds,
+the scorings, cross-fitting, bad input."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from sklearn.metrics import f1_score
 
 from lsnpc import ThresholdCurve, tune_threshold
 from lsnpc.corrector.scores import f1_scores, resample_weights
-from lsnpc.corrector.threshold import DEFAULT_THRESHOLDS, count_threshold, within_count
+from lsnpc.corrector.threshold import (
+    NARROW_THRESHOLDS,
+    candidate_thresholds,
+    count_threshold,
+    cross_fitted_predictions,
+    within_count,
+)
 from lsnpc.metrics import macro_f1, micro_f1
 
 
@@ -28,8 +35,8 @@ def test_the_choice_is_the_best_point_of_its_curve_and_the_curve_is_sklearns_f1(
     y, probs = _problem()
     tuned = tune_threshold(y, probs)
     assert isinstance(tuned, ThresholdCurve)
-    assert tuned.thresholds == DEFAULT_THRESHOLDS
-    expected = [micro_f1(y, probs, t) + macro_f1(y, probs, t) for t in DEFAULT_THRESHOLDS]
+    assert tuned.thresholds == candidate_thresholds(probs[y == 1])
+    expected = [micro_f1(y, probs, t) + macro_f1(y, probs, t) for t in tuned.thresholds]
     np.testing.assert_allclose(tuned.scores, expected, atol=1e-12)
     assert tuned.best_score == pytest.approx(max(expected))
     assert tuned.threshold < 0.5  # the flattened model is decided best below 0.5
@@ -40,13 +47,65 @@ def test_the_choice_is_the_best_point_of_its_curve_and_the_curve_is_sklearns_f1(
 def test_ties_go_to_the_highest_threshold():
     y = np.array([[1, 0], [0, 1]])
     probs = np.array([[0.9, 0.05], [0.05, 0.9]])  # every threshold of the grid scores the same
-    assert tune_threshold(y, probs).threshold == 0.5
+    assert tune_threshold(y, probs, thresholds=NARROW_THRESHOLDS).threshold == 0.5
+    assert tune_threshold(y, probs).threshold == pytest.approx(0.9)  # the one candidate: both positives score 0.9
+
+
+def test_auto_candidates_span_the_positives_scores_in_log_odds():
+    scores = np.array([0.001, 0.02, 0.3, 0.97])
+    grid = np.asarray(candidate_thresholds(scores))
+    assert len(grid) == 50 and grid[0] == pytest.approx(0.001) and grid[-1] == pytest.approx(0.97)
+    logits = np.log(grid / (1 - grid))
+    np.testing.assert_allclose(np.diff(logits), np.diff(logits)[0])  # evenly spaced in log-odds
+    assert candidate_thresholds(np.full(3, 0.4)) == (pytest.approx(0.4),)
+    assert candidate_thresholds(np.zeros(0)) == ()
+    assert candidate_thresholds(np.array([0.0, 1.0]))[0] > 0  # within (0, 1): 0 has no log-odds
+
+
+def test_a_rare_label_is_called_below_the_old_grid():
+    # a model whose scores for a rare label sit near 0.05: the 0.2-0.5 grid never calls it, the scores' own
+    # range does, and the F1 on the same rows says so
+    rng = np.random.default_rng(3)
+    y = (rng.random((400, 3)) < 0.04).astype(np.int64)
+    probs = np.clip(np.where(y == 1, 0.08, 0.01) + rng.normal(0, 0.01, y.shape), 0, 1)
+    auto, narrow = tune_threshold(y, probs), tune_threshold(y, probs, thresholds=NARROW_THRESHOLDS)
+    assert auto.threshold < 0.2 <= narrow.threshold
+    assert auto.best_score > narrow.best_score + 1.0  # both F1s from 0 to most of the way
+
+
+def test_per_label_thresholds_maximise_each_labels_f1_where_it_has_enough_positives():
+    rng = np.random.default_rng(4)
+    y = np.column_stack([(rng.random(300) < p).astype(np.int64) for p in (0.4, 0.2, 0.01)])
+    # each label's scores on its own scale: label 0 near 0.6, label 1 near 0.15, label 2 (3 positives) flat
+    probs = np.clip(np.column_stack([0.3 + 0.4 * y[:, 0], 0.05 + 0.15 * y[:, 1], np.full(300, 0.2)])
+                    + rng.normal(0, 0.08, y.shape), 0, 1)
+    tuned = tune_threshold(y, probs, per_label=True, min_positives=10)
+    assert tuned.tuned_labels == 2 and tuned.label_thresholds[2] == tuned.threshold
+    for j in (0, 1):
+        grid = candidate_thresholds(probs[y[:, j] == 1, j])
+        best = max(f1_score(y[:, j], probs[:, j] >= t) for t in grid)
+        assert f1_score(y[:, j], probs[:, j] >= tuned.label_thresholds[j]) == pytest.approx(best)
+    assert tuned.label_thresholds[0] > tuned.label_thresholds[1]
+    np.testing.assert_array_equal(tuned.predict(probs), (probs >= np.asarray(tuned.label_thresholds)).astype(int))
+    assert macro_f1(y, probs, tuned.decision) >= macro_f1(y, probs, tuned.threshold)
+    with pytest.raises(ValueError, match="probs has 2 label columns"):
+        tuned.predict(probs[:, :2])
+    assert tune_threshold(y, probs).label_thresholds is None and tune_threshold(y, probs).tuned_labels == 0
+
+
+def test_cross_fitted_predictions_decide_each_fold_at_the_others_threshold():
+    y, probs = _problem(5, n=90)
+    folds = [(np.setdiff1d(np.arange(90), part), part) for part in np.array_split(np.arange(90), 3)]
+    pred = cross_fitted_predictions(y, probs, folds, thresholds=NARROW_THRESHOLDS)
+    for train, test in folds:
+        t = tune_threshold(y[train], probs[train], thresholds=NARROW_THRESHOLDS).threshold
+        np.testing.assert_array_equal(pred[test], (probs[test] >= t).astype(np.int64))
 
 
 def test_scorings_named_and_callable():
     y, probs = _problem(1)
     micro = tune_threshold(y, probs, scoring="micro_f1")
-    assert micro.scores == pytest.approx([micro_f1(y, probs, t) for t in DEFAULT_THRESHOLDS])
+    assert micro.scores == pytest.approx([micro_f1(y, probs, t) for t in micro.thresholds])
     samples = tune_threshold(y, probs, scoring=partial(f1_score, average="samples", zero_division=0),
                              thresholds=[0.3, 0.4, 0.5])
     assert samples.thresholds == (0.3, 0.4, 0.5)
@@ -57,11 +116,15 @@ def test_scorings_named_and_callable():
 def test_count_threshold_is_the_lowest_within_the_count():
     output = np.array([[0.45, 0.38, 0.1], [0.6, 0.3, 0.36]])
     # labels a row: 0.35 -> 2.0, 0.375 -> 1.5, 0.4 -> 1.0, 0.5 -> 0.5
-    chosen, evidence = count_threshold(output, 1.0, DEFAULT_THRESHOLDS, floor=0.35)
+    chosen, evidence = count_threshold(output, 1.0, NARROW_THRESHOLDS, floor=0.35)
     assert chosen == 0.4 and evidence["predicted_count"] == 1.0 and evidence["expected_count"] == 1.0
-    assert count_threshold(output, 5.0, DEFAULT_THRESHOLDS, floor=0.35)[0] == 0.35  # the floor holds
-    assert count_threshold(output, 0.1, DEFAULT_THRESHOLDS, floor=0.35)[0] == 0.5  # none within: the top
-    assert within_count(output, 1.0, DEFAULT_THRESHOLDS, floor=0.35) == (0.4, 0.425, 0.45, 0.475, 0.5)
+    assert count_threshold(output, 5.0, NARROW_THRESHOLDS, floor=0.35)[0] == 0.35  # the floor holds
+    assert count_threshold(output, 0.1, NARROW_THRESHOLDS, floor=0.35)[0] == 0.5  # none within: the top
+    assert within_count(output, 1.0, NARROW_THRESHOLDS, floor=0.35) == (0.4, 0.425, 0.45, 0.475, 0.5)
+    # "auto": the output's own range (and 0.5): here 0.1 to 0.6, so without a floor the count alone decides
+    auto = within_count(output, 1.0, "auto", floor=0.01)
+    assert all(float((output >= t).sum(1).mean()) <= 1.0 for t in auto) and auto[-1] == pytest.approx(0.6)
+    assert count_threshold(output, 1.0, "auto", floor=0.01)[0] == auto[0] < 0.4
     assert within_count(output, 0.0, (0.3, 0.6), floor=0.2) == (0.6,)  # the top always
 
 
@@ -76,10 +139,14 @@ def test_f1_from_counts_equals_sklearn_on_resamples():
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    (dict(thresholds=[]), "thresholds must be a non-empty"),
+    (dict(thresholds=[]), "thresholds must be .auto. or a non-empty"),
     (dict(thresholds=[0.0, 0.5]), r"thresholds must hold numbers in \(0, 1\]"),
     (dict(thresholds="0.5"), "thresholds must be"),
     (dict(scoring="accuracy"), "scoring must be one of"),
+    (dict(scoring=lambda y, pred: float("nan")), "scoring <lambda> returned nan at threshold"),
+    (dict(scoring=lambda y, pred: None), "scoring <lambda> returned None at threshold"),
+    (dict(per_label="yes"), "per_label must be True or False"),
+    (dict(per_label=True, min_positives=0), "min_positives"),
 ])
 def test_bad_arguments_are_named(kwargs, match):
     y, probs = _problem()

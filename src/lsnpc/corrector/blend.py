@@ -2,18 +2,16 @@
 
 Three ways to choose the base weight w, one per kind of evidence (:mod:`lsnpc.corrector.plan` says which runs):
 
-- :func:`test_on_validation`: clean labels. The candidates (by default ½, then 1: the base model itself) are
-  tried in order; the first that does not lose micro- or macro-F1 to the base model in at least ``confidence``
-  of the bootstrap resamples of the validation rows is kept.
+- :func:`test_on_validation`: clean labels. Each candidate (by default the output whole and the ½ blend) and
+  the base model itself are judged at their own tuned thresholds, cross-fitted on the validation rows: the best
+  of the candidates that do not lose micro- or macro-F1 to the base model in ``confidence`` of the bootstrap
+  resamples is kept, else the base model.
 - :func:`test_on_noisy_labels`: the noisy labels of training rows held out of training. The output is kept
   whole (w = 0) unless it loses to the prior blend in ``confidence`` of the resamples; then the prior. The base
   model was trained on those labels, so they can never justify more of it than the prior.
 - :func:`prior_weight`: nothing tests the output, so w is a prior; 0 where the base model is sparse and vague
-  (blending it in only raises the threshold and takes back the rare positives the correction found).
-
-Any of them yields to :func:`collapse_check` where no clean label tests the output: an output that keeps few
-of the base model's positives, or predicts far more or fewer labels a row than it expects, is a collapse, not a
-correction, and the base model is handed back (w = 1).
+  (blending it in only raises the threshold and takes back the rare positives the correction found), 1 where it
+  is flat (nothing in its probabilities to correct, nothing to test a correction with).
 
 Every function returns ``(w, evidence)``: the weight and a dict of the numbers that chose it. Torch-free.
 """
@@ -26,19 +24,22 @@ from typing import Any
 import numpy as np
 
 from .scores import f1_scores, loses, resample_weights
+from .threshold import cross_fitted_predictions
 
-__all__ = ["test_on_validation", "test_on_noisy_labels", "prior_weight", "collapse_check", "base_density",
-           "base_sharpness", "collapse_statistics", "N_BOOT"]
+__all__ = ["test_on_validation", "test_on_noisy_labels", "prior_weight", "base_density", "base_sharpness",
+           "collapse_statistics", "is_collapse", "N_BOOT"]
 
 #: bootstrap resamples of every test
 N_BOOT = 500
-# the collapse check: the output must keep this share of the base model's positive decisions, and predict
-# within this factor of its expected labels a row
+# an epoch chosen on noisy labels (training.py) must keep this share of the base model's positive decisions, and
+# predict within this factor of its expected labels a row
 MIN_KEPT_POSITIVES = 0.4
 MAX_COUNT_RATIO = 2.5
 # a base model is sparse and vague below both: mean probability, and share of the labels' variance resolved
 SPARSE_DENSITY = 0.1
 VAGUE_SHARPNESS = 0.4
+# a base model is flat below this sharpness around a mean of at least SPARSE_DENSITY (fit warns of it)
+FLAT_SHARPNESS = 0.05
 
 
 def _blend(output: np.ndarray, base: np.ndarray, w: float) -> np.ndarray:
@@ -47,32 +48,33 @@ def _blend(output: np.ndarray, base: np.ndarray, w: float) -> np.ndarray:
 
 def test_on_validation(
     y_val: np.ndarray, output: np.ndarray, base: np.ndarray, *, candidates: Sequence[float], confidence: float,
-    rng: np.random.Generator, threshold: float = 0.5, n_boot: int = N_BOOT,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator, n_boot: int = N_BOOT, **tune: Any,
 ) -> tuple[float, dict[str, Any]]:
-    """The first base weight of ``candidates`` whose blend loses to the base model in fewer than ``confidence``
-    of ``n_boot`` bootstrap resamples of the validation rows (1, the base model, when none does).
+    """The base weight w whose blend ``(1 − w) · output + w · base`` scores best on the validation rows, each
+    candidate (and the base model itself, w = 1) judged at its own tuned threshold on rows that did not choose it.
 
-    y_val (n, L) 0/1; output, base (n, L): LSNPC's output and the base model's probabilities on those rows, each
-    decided at ``threshold``. Evidence: ``loss_support`` {w: share of resamples in which that blend lost},
-    ``n_rows``, and the validation micro- and macro-F1 of the base model and of the output whole.
+    y_val (n, L) 0/1; output, base (n, L): LSNPC's output and the base model's probabilities on those rows.
+    Each candidate's probabilities are decided fold by fold of ``folds`` at the threshold
+    :func:`~lsnpc.corrector.threshold.tune_threshold` (``**tune``: its keyword arguments) chooses on the other
+    folds (:func:`~lsnpc.corrector.threshold.cross_fitted_predictions`). A candidate passes when its micro- or
+    macro-F1 falls below the base model's in fewer than ``confidence`` of ``n_boot`` bootstrap resamples of
+    those predictions; of those that pass, the best micro- plus macro-F1 is kept (ties: the larger w); if none
+    passes, the base model (w = 1).
+
+    Evidence: ``loss_support`` {w: share of resamples in which that blend lost}, ``scores`` {w: [micro, macro]}
+    cross-fitted (the base model's under "1.0"), ``n_rows``, ``folds``, ``confidence``.
     """
     weights = resample_weights(len(y_val), n_boot, rng)
-    reference = f1_scores(y_val, base >= threshold, weights)
-    support: dict[float, float] = {}
-    chosen = 1.0
-    for w in candidates:
-        if w >= 1.0:
-            break
-        support[float(w)] = float(loses(f1_scores(y_val, _blend(output, base, w) >= threshold, weights),
-                                        reference).mean())
-        if support[float(w)] < confidence:
-            chosen = float(w)
-            break
-    (base_micro, base_macro), (out_micro, out_macro) = (
-        (float(s[0]) for s in f1_scores(y_val, probs >= threshold)) for probs in (base, output))
-    return chosen, {"loss_support": support, "n_rows": len(y_val), "confidence": confidence,
-                    "base_micro_f1": base_micro, "base_macro_f1": base_macro,
-                    "output_micro_f1": out_micro, "output_macro_f1": out_macro}
+    tried = sorted({float(w) for w in candidates if w < 1.0})
+    preds = {w: cross_fitted_predictions(y_val, _blend(output, base, w), folds, **tune) for w in tried}
+    preds[1.0] = cross_fitted_predictions(y_val, base, folds, **tune)
+    reference = f1_scores(y_val, preds[1.0], weights)
+    support = {w: float(loses(f1_scores(y_val, preds[w], weights), reference).mean()) for w in tried}
+    pooled = {w: tuple(float(s[0]) for s in f1_scores(y_val, pred)) for w, pred in preds.items()}
+    passing = [w for w in tried if support[w] < confidence]
+    chosen = max(passing, key=lambda w: (sum(pooled[w]), w)) if passing else 1.0
+    return chosen, {"loss_support": support, "scores": {w: list(v) for w, v in pooled.items()},
+                    "n_rows": len(y_val), "folds": len(folds), "confidence": confidence}
 
 
 def test_on_noisy_labels(
@@ -105,13 +107,17 @@ def base_sharpness(base: np.ndarray) -> float:
 
 
 def prior_weight(base: np.ndarray, *, prior: float) -> tuple[float, dict[str, Any]]:
-    """``prior``, or 0 where the base model's probabilities ``base`` (n, L) on the training rows are sparse and
-    vague (:func:`base_density` < 0.1 and :func:`base_sharpness` < 0.4). Evidence: both numbers."""
+    """``prior``; 0 where the base model's probabilities ``base`` (n, L) on the training rows are sparse and
+    vague (:func:`base_density` < 0.1 and :func:`base_sharpness` < 0.4); 1 where they are flat around a mean that
+    is not small (:func:`base_sharpness` < 0.05, :func:`base_density` >= 0.1): such probabilities hold nothing
+    about a row that a correction could learn from, and without a label nothing could test one, so the base model
+    comes back (at the label count's threshold). Evidence: both numbers and which case held."""
     density, sharpness = base_density(base), base_sharpness(base)
     sparse_and_vague = density < SPARSE_DENSITY and sharpness < VAGUE_SHARPNESS
-    return (0.0 if sparse_and_vague else float(prior)), {
-        "prior": float(prior), "base_density": density, "base_sharpness": sharpness,
-        "sparse_and_vague": sparse_and_vague}
+    flat = density >= SPARSE_DENSITY and sharpness < FLAT_SHARPNESS
+    w = 1.0 if flat else 0.0 if sparse_and_vague else float(prior)
+    return w, {"prior": float(prior), "base_density": density, "base_sharpness": sharpness,
+               "sparse_and_vague": sparse_and_vague, "flat": flat}
 
 
 def collapse_statistics(output: np.ndarray, base: np.ndarray, threshold: float = 0.5) -> tuple[float, float]:
@@ -126,13 +132,6 @@ def collapse_statistics(output: np.ndarray, base: np.ndarray, threshold: float =
 
 
 def is_collapse(kept: float, ratio: float) -> bool:
-    """Whether :func:`collapse_statistics`' numbers describe a collapse (see :func:`collapse_check`)."""
+    """Whether :func:`collapse_statistics`' numbers describe a collapse: fewer than 40% of the base model's
+    positives kept at 0.5, or more than 2.5 times (or less than 1/2.5 of) its expected labels a row."""
     return kept < MIN_KEPT_POSITIVES or not 1 / MAX_COUNT_RATIO <= ratio <= MAX_COUNT_RATIO
-
-
-def collapse_check(output: np.ndarray, base: np.ndarray) -> tuple[bool, dict[str, Any]]:
-    """Whether ``output`` (n, L) collapsed against ``base`` (n, L) on rows the correction did not train on: it
-    keeps fewer than 40% of the base model's positives at 0.5, or predicts more than 2.5 times (or less than
-    1/2.5 of) its expected labels a row. Evidence: ``kept_base_positives``, ``count_ratio``, ``n_rows``."""
-    kept, ratio = collapse_statistics(output, base)
-    return is_collapse(kept, ratio), {"kept_base_positives": kept, "count_ratio": ratio, "n_rows": len(output)}

@@ -39,9 +39,7 @@ __all__ = [
 SELECTIONS = ("auto", "val_f1", "noisy_f1", "noisy_elbo", "last")
 FEEDS = ("sample", "probs")
 SCHEDULES = ("cosine", "paper", "constant")
-# fit warns of a flat base model: probabilities resolving less than this share of the labels' variance around a
-# mean of at least blend.SPARSE_DENSITY (an untrained model, or an early checkpoint)
-FLAT_SHARPNESS = 0.05
+DECODER_BIASES = ("default", "label_means")
 # predict warns past this many training standard deviations (no training value can lie that far from the
 # training mean unless the training set has about a million rows: the bound is sqrt(n - 1))
 FAR_FROM_TRAINING = 1e3
@@ -71,7 +69,9 @@ def check_params(est: Any) -> None:
     check_scalar(est.prior_base_weight, "prior_base_weight", low=0, high=1)
     if not (isinstance(est.threshold, str) and est.threshold == "auto"):
         check_threshold(est.threshold, "threshold", auto=True)
-    check_thresholds(est.threshold_grid, "threshold_grid")
+    check_thresholds(est.threshold_grid, "threshold_grid", auto=True)
+    check_scalar(est.val_folds, "val_folds", kind=Integral, low=2)
+    check_in_choices(est.decoder_bias, "decoder_bias", DECODER_BIASES)
     check_scalar(est.count_floor, "count_floor", low=0, high=1, low_inclusive=False)
     check_scalar(est.count_growth, "count_growth", low=1)
     check_scalar(est.holdout_fraction, "holdout_fraction", low=0, high=0.5, low_inclusive=False)
@@ -125,11 +125,12 @@ def warn_if_flat(P: np.ndarray) -> None:
     model's or an early checkpoint's, which leave LSNPC little to correct. (A flat model around a small mean is
     what a weak but trained model on very sparse labels looks like; LSNPC gains there, so it gets no warning.)"""
     sharpness, density = blending.base_sharpness(P), blending.base_density(P)
-    if sharpness < FLAT_SHARPNESS and density >= blending.SPARSE_DENSITY:
+    if sharpness < blending.FLAT_SHARPNESS and density >= blending.SPARSE_DENSITY:
         warnings.warn(
             f"pred_probs barely vary from row to row: they resolve {sharpness:.1%} of the labels' variance around a "
             f"mean probability of {density:.3g}. A base model like this (untrained, or an early checkpoint) leaves "
-            "LSNPC little to correct: check how it was trained and which epoch was kept", UserWarning, stacklevel=3)
+            "LSNPC little to correct (without a label it hands the base model back): check how it was trained and "
+            "which epoch was kept", UserWarning, stacklevel=3)
 
 
 def check_auto_or_int(value: Any, name: str) -> None:

@@ -23,6 +23,7 @@ from torch import nn
 
 from .._numerics import standardization
 from .._torch import as_tensor, num_threads, resolve_device, seeded, torch_seed_from
+from ..model_selection import multilabel_folds
 from .._validation import (
     check_array,
     check_is_fitted,
@@ -50,13 +51,12 @@ from .plan import FitPlan, make_plan
 from .report import Decision, FitReport
 from .student import LabelStudent, fit_student
 from .threshold import (
-    DEFAULT_THRESHOLDS,
     check_thresholds,
     count_threshold,
     tune_threshold,
     within_count,
 )
-from .training import TrainingData, train_latent_shift_model
+from .training import TrainingData, start_at_label_means, train_latent_shift_model
 
 __all__ = ["LSNPC"]
 
@@ -118,28 +118,37 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         Fit the corrected-label student and average it with the correction (step 3).
     guard : bool, default True
         Blend the base model back in as the plan says (step 4); False: w = 0.
-    min_val_rows : int, default 20
+    min_val_rows : int, default 10
         The fewest validation rows that test the output and choose the epoch and threshold; a smaller triple is
-        trained on as a clean set instead (with ``selection="auto"``).
-    blend_candidates : sequence of float in [0, 1], default (0.5,)
-        The base-model weights tried on a validation triple, in order; the first whose blend does not lose to the
-        base model is kept, else the base model itself (w = 1).
+        trained on as a clean set instead (with ``selection="auto"``). A threshold tuned on a dozen clean rows
+        still beats training on them.
+    blend_candidates : sequence of float in [0, 1], default (0.0, 0.5)
+        The base-model weights tried on a validation triple: the output whole (0) and the ½ blend. Each, and the
+        base model itself (w = 1), is judged at its own threshold tuned on other validation rows (cross-fitted over
+        ``val_folds`` parts); the best of those that do not lose to the base model is kept, else the base model.
     blend_confidence : float in (0, 1], default 0.4
         A candidate loses when its micro- or macro-F1 falls below the reference's in at least this share of 500
         bootstrap resamples (the reference: the base model on a validation triple, the prior blend on the held-out
         noisy labels).
+    val_folds : int >= 2, default 5
+        The parts a validation triple is cut into (multilabel-stratified) to judge each blend at a threshold tuned
+        on the other parts.
     prior_base_weight : float in [0, 1], default 1/3
         w where no clean label tests the output (0 for a sparse and vague base model without any label; the
         noisy labels may keep the output whole).
     threshold : float in (0, 1] or "auto", default "auto"
         ``predict``'s threshold; "auto": chosen as the plan says.
-    threshold_grid : sequence of float in (0, 1], default 0.2, 0.225, ..., 0.5
-        The thresholds the threshold step chooses among.
+    threshold_grid : "auto" or sequence of float in (0, 1], default "auto"
+        The thresholds the threshold step chooses among; "auto": drawn from the scores (:func:`lsnpc.tune_threshold`),
+        so a label whose scores all sit far below 0.5 can still be called.
     count_floor : float in (0, 1], default 0.35
         The lowest threshold a label count may choose (where no labelled row scores the choice).
     count_growth : float >= 1, default 1.5
         Without any label, the label count is the base model's expected count, but no more than this many times
         the labels a row the output predicts at 0.5: a flat base model expects more labels than the data hold.
+    decoder_bias : {"default", "label_means"}, default "default"
+        How g_φ's output bias starts: torch's default initialisation (about 0: probability 0.5 for every label), or
+        at the log-odds of each label's mean base probability, so a sparse label starts near its own frequency.
     schedule : {"cosine", "paper", "constant"}, default "cosine"
         Learning-rate schedule ("paper": cosine annealing with a 10-epoch period, stepped per epoch).
     holdout_fraction : float in (0, 0.5], default 0.1
@@ -175,21 +184,22 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         latent_dim: int = 64, label_embedding_dim: int = 128, hidden_dim: int = 256, encoder: nn.Module | None = None,
         epochs: int | str = "auto", batch_size: int = 32, lr: float = 2e-4, weight_decay: float = 1e-5,
         n_samples: int = 5, selection: str = "auto", train_feed: str = "sample", predict_feed: str = "probs",
-        warm_start: bool = True, student: bool = True, guard: bool = True, min_val_rows: int = 20,
-        blend_candidates: Sequence[float] = (0.5,), blend_confidence: float = 0.4, prior_base_weight: float = 1 / 3,
-        threshold: float | str = "auto", threshold_grid: Sequence[float] = DEFAULT_THRESHOLDS,
-        count_floor: float = 0.35, count_growth: float = 1.5, schedule: str = "cosine", holdout_fraction: float = 0.1,
-        min_steps: int | str = "auto", n_threads: int | None = 1, random_state: Any = None, device: str = "cpu",
-        verbose: bool = False,
+        warm_start: bool = True, student: bool = True, guard: bool = True, min_val_rows: int = 10,
+        blend_candidates: Sequence[float] = (0.0, 0.5), blend_confidence: float = 0.4, val_folds: int = 5,
+        prior_base_weight: float = 1 / 3, threshold: float | str = "auto", threshold_grid: Sequence[float] | str = "auto",
+        count_floor: float = 0.35, count_growth: float = 1.5, decoder_bias: str = "default", schedule: str = "cosine",
+        holdout_fraction: float = 0.1, min_steps: int | str = "auto", n_threads: int | None = 1,
+        random_state: Any = None, device: str = "cpu", verbose: bool = False,
     ) -> None:
         self.latent, self.nu, self.nu0, self.beta, self.eta = latent, nu, nu0, beta, eta
         self.latent_dim, self.label_embedding_dim, self.hidden_dim = latent_dim, label_embedding_dim, hidden_dim
         self.encoder, self.epochs, self.batch_size, self.lr, self.weight_decay = encoder, epochs, batch_size, lr, weight_decay
         self.n_samples, self.selection, self.train_feed, self.predict_feed = n_samples, selection, train_feed, predict_feed
         self.warm_start, self.student, self.guard, self.min_val_rows = warm_start, student, guard, min_val_rows
-        self.blend_candidates, self.blend_confidence = blend_candidates, blend_confidence
+        self.blend_candidates, self.blend_confidence, self.val_folds = blend_candidates, blend_confidence, val_folds
         self.prior_base_weight, self.threshold, self.threshold_grid = prior_base_weight, threshold, threshold_grid
-        self.count_floor, self.count_growth, self.schedule = count_floor, count_growth, schedule
+        self.count_floor, self.count_growth, self.decoder_bias = count_floor, count_growth, decoder_bias
+        self.schedule = schedule
         self.holdout_fraction, self.min_steps = holdout_fraction, min_steps
         self.n_threads, self.random_state, self.device, self.verbose = n_threads, random_state, device, verbose
 
@@ -317,10 +327,15 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
             model.draw_monte_carlo(torch.Generator().manual_seed(predict_seed))
             if self.encoder is None:
                 model.data_encoder.set_standardization(*map(torch.as_tensor, standardization(X)))
+            if self.decoder_bias == "label_means":
+                start_at_label_means(model, P)
             data = TrainingData.build(X, P, clean=clean, val=val, labels=given, device=self.device_)
             result = train_latent_shift_model(
                 model, data, config=TrainingConfig.from_params(params), own_encoder=self.encoder is None,
-                selection=plan.selection, n_holdout=plan.n_holdout, rng=rng, device=self.device_, on_epoch=on_epoch)
+                selection=plan.selection, n_holdout=plan.n_holdout, rng=rng, device=self.device_, on_epoch=on_epoch,
+                val_threshold=None if plan.threshold == "tuned on validation" else float(
+                    self.threshold if plan.threshold == "given" else 0.5),
+                thresholds=check_thresholds(self.threshold_grid, "threshold_grid", auto=True))
         self.model_, self.predict_seed_ = model, predict_seed
         self.n_features_in_, self.input_shape_ = int(np.prod(X.shape[1:])), tuple(int(s) for s in X.shape[1:])
         self.n_labels_, self.data_dim_ = P.shape[1], model.label_decoder.data_dim
@@ -350,28 +365,26 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
             return Decision("blend", 0.0, "off")
         if plan.blend == "validation test":
             X_val, y_val, p_val = val
+            folds = multilabel_folds(y_val, int(self.val_folds), rng)
             w, evidence = blending.test_on_validation(
                 y_val, self._output(X_val, p_val), p_val, candidates=tuple(self.blend_candidates),
-                confidence=float(self.blend_confidence), rng=rng)
+                confidence=float(self.blend_confidence), folds=folds, rng=rng,
+                thresholds=check_thresholds(self.threshold_grid, "threshold_grid", auto=True))
             return Decision("blend", w, plan.blend, evidence)
-        output = self._output(X[rows], P[rows])
-        collapsed, check = blending.collapse_check(output, P[rows])
-        if collapsed:
-            return Decision("blend", 1.0, "collapse", check)
         if plan.blend == "noisy-label test":
             w, evidence = blending.test_on_noisy_labels(
-                given[rows], output, P[rows], prior=float(self.prior_base_weight),
+                given[rows], self._output(X[rows], P[rows]), P[rows], prior=float(self.prior_base_weight),
                 confidence=float(self.blend_confidence), rng=rng)
         else:
             w, evidence = blending.prior_weight(P, prior=float(self.prior_base_weight))
-        return Decision("blend", w, plan.blend, {**evidence, "collapse_check": check})
+        return Decision("blend", w, plan.blend, evidence)
 
     def _decide_threshold(self, plan: FitPlan, X: np.ndarray, P: np.ndarray, given: np.ndarray | None, val: Any,
                           hold: np.ndarray) -> Decision:
         """Step 5: ``predict``'s threshold, for the output as blended (:mod:`lsnpc.corrector.threshold`)."""
         if plan.threshold == "given":
             return Decision("threshold", float(self.threshold), "given")
-        grid = check_thresholds(self.threshold_grid, "threshold_grid")
+        grid = check_thresholds(self.threshold_grid, "threshold_grid", auto=True)
         if plan.threshold == "tuned on validation":
             curve = tune_threshold(val[1], self._blended(val[0], val[2]), thresholds=grid)
             return Decision("threshold", curve.threshold, plan.threshold, curve.to_dict())

@@ -55,7 +55,7 @@ __all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector"
            "is_saved_corrector", "check_save_target"]
 
 FORMAT = "lsnpc"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 WEIGHTS_NAME = "model.safetensors"
 STUDENT_WEIGHTS_NAME = "student.safetensors"
 OWNED_FILES = (CONFIG_NAME, WEIGHTS_NAME, STUDENT_WEIGHTS_NAME)

@@ -45,7 +45,7 @@ class Decision:
         weight w in the output; the decision threshold.
     method : str
         How: the epoch criterion ("val_f1", "noisy_f1", "noisy_elbo", "last"); "mean" or "off" for the student;
-        "validation test", "noisy-label test", "prior", "collapse", "off" for the blend; "tuned on validation",
+        "validation test", "noisy-label test", "prior", "off" for the blend; "tuned on validation",
         "tuned on held-out noisy labels", "label count", "given" for the threshold.
     evidence : dict
         The numbers behind the choice, in plain JSON types (mapping keys are strings: ``loss_support`` is keyed
@@ -132,11 +132,11 @@ class FitReport:
         else:
             lines.append(f"predict_proba returns {1 - w:.3g} x ({what}) + {w:.3g} x the base model's probabilities: "
                          f"{_blend_why(blend)}.")
-        lines.append(f"predict calls a label at probability >= {threshold.choice:g}: {_threshold_why(threshold)}.")
+        lines.append(f"predict calls a label at probability >= {threshold.choice:.4g}: {_threshold_why(threshold)}.")
         return " ".join(lines)
 
 
-_CRITERIA = {"val_f1": "micro-F1 on the validation rows", "noisy_f1": "F1 against the noisy labels of held-out rows",
+_CRITERIA = {"val_f1": "F1 on the validation rows", "noisy_f1": "F1 against the noisy labels of held-out rows",
              "noisy_elbo": "the ELBO on held-out rows (no label)", "last": "none (the last epoch)"}
 
 
@@ -155,18 +155,21 @@ def _blend_why(blend: Decision) -> str:
     e = blend.evidence
     if blend.method == "off":
         return "the guard is off (guard=False)"
-    if blend.method == "collapse":
-        return (f"the output collapsed on {e.get('n_rows')} rows it was not trained on (it keeps "
-                f"{e.get('kept_base_positives', 0):.0%} of the base model's positives, at "
-                f"{e.get('count_ratio', 0):.2f}x its expected labels a row)")
     if blend.method == "validation test":
+        scores = e.get("scores", {})
         support = ", ".join(f"w = {k}: {v:.0%}" for k, v in e.get("loss_support", {}).items())
-        return (f"the first blend that did not lose to the base model in {e.get('confidence', 0):.0%} of "
-                f"bootstrap resamples of {e.get('n_rows')} validation rows (lost in: {support or 'none tried'})")
+        shown = "; ".join(f"w = {k}: {100 * v[0]:.1f} / {100 * v[1]:.1f}" for k, v in scores.items())
+        return (f"of the blends that did not lose micro- or macro-F1 to the base model in {e.get('confidence', 0):.0%} "
+                f"of bootstrap resamples of {e.get('n_rows')} validation rows, the best, each decided at a threshold "
+                f"tuned on other rows ({e.get('folds')} folds; micro / macro-F1 {shown or 'none'}; lost in: "
+                f"{support or 'none tried'})")
     if blend.method == "noisy-label test":
         support = e.get("loss_support", {}).get("0.0", 0.0)
         return (f"against the prior blend (w = {e.get('prior', 0):.3g}) on the noisy labels of {e.get('n_rows')} "
                 f"held-out rows, the output lost in {support:.0%} of resamples")
+    if e.get("flat"):
+        return ("no label tests the output, and the base model's probabilities barely vary from row to row "
+                f"(sharpness {e.get('base_sharpness', 0):.3f}), so they hold nothing a correction could learn")
     if e.get("sparse_and_vague"):
         return "no label tests the output, and the base model is sparse and vague, so it is not blended in"
     return "no label tests the output, so a fixed prior weight"

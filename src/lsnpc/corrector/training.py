@@ -27,6 +27,7 @@ from .config import TrainingConfig
 from .blend import collapse_statistics, is_collapse
 from .backprop import NoisyBatchStep, aten_kernels
 from .inference import predict_corrected
+from .threshold import tune_threshold
 from .model import LatentShiftModel
 from .objective import supervised_terms, unsupervised_loss, unsupervised_terms
 from .optim import FlatAdamW, TrainStep, autograd_gradient
@@ -100,6 +101,19 @@ def resolve_epochs(epochs: int | str, n_train: int, batch_size: int, min_steps: 
     return int(np.clip(math.ceil(min_steps / steps_per_epoch), _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS))
 
 
+def start_at_label_means(model: LatentShiftModel, P: np.ndarray) -> None:
+    """Set g_φ's output bias to the log-odds of each label's mean base probability (P (n, L)), so the decoder
+    starts at the labels' own frequencies: from torch's default start (probability about 0.5) Adam needs
+    thousands of steps at LSNPC's learning rate to reach a label seen in 1% of the rows, and an epoch chosen
+    before then predicts every rare label everywhere. The mean is kept within [1/(n+1), n/(n+1)] so a label
+    that is never (or always) predicted gets a finite start."""
+    n = len(P)
+    mean = np.clip(np.asarray(P, dtype=np.float64).mean(0), 1.0 / (n + 1), n / (n + 1.0))
+    bias = model.label_decoder.out.bias
+    with torch.no_grad():
+        bias.copy_(torch.as_tensor(np.log(mean / (1.0 - mean)), dtype=bias.dtype, device=bias.device))
+
+
 def _feed(probs: torch.Tensor, mode: str) -> torch.Tensor:
     return torch.bernoulli(probs) if mode == "sample" else probs
 
@@ -141,8 +155,10 @@ def warm_start_encoder(
 class _Selector:
     """Scores the model after each epoch and keeps the best state in memory."""
 
-    def __init__(self, mode: str, config: TrainingConfig, data: TrainingData, holdout: tuple | None, seed: int):
+    def __init__(self, mode: str, config: TrainingConfig, data: TrainingData, holdout: tuple | None, seed: int,
+                 val_threshold: float | None = 0.5, thresholds: Any = "auto"):
         self.mode, self.config, self.data, self.holdout, self.seed = mode, config, data, holdout, seed
+        self.val_threshold, self.thresholds = val_threshold, thresholds
         # the held-out rows' base probabilities on the host, once: the collapse check reads them every epoch
         self._holdout_base = (holdout[1].detach().cpu().numpy()
                               if holdout is not None and mode == "noisy_f1" else None)
@@ -161,7 +177,12 @@ class _Selector:
         with seeded(self.seed):
             if self.data.val is not None:
                 Xv, yv, pv = self.data.val
-                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, correct(Xv, pv))
+                corrected = correct(Xv, pv)
+                out["val_micro_f1"], out["val_macro_f1"] = f1_micro_macro(yv, corrected)
+                if self.val_threshold is None:  # scored as predict will decide: at the threshold tuned on the rows
+                    threshold = tune_threshold(yv, corrected, thresholds=self.thresholds).threshold
+                    out["val_threshold"] = threshold
+                    out["val_tuned_micro_f1"], out["val_tuned_macro_f1"] = f1_micro_macro(yv, corrected, threshold)
             if self.holdout is not None and self.mode == "noisy_f1":
                 Xh, ph, yh = self.holdout
                 corrected = correct(Xh, ph)
@@ -186,7 +207,8 @@ class _Selector:
         if epoch == 0:  # the warm start: stored, but with the lowest score
             value = -math.inf
         elif self.mode == "val_f1":
-            value = scores["val_micro_f1"]
+            value = (scores["val_micro_f1"] if self.val_threshold is not None
+                     else scores["val_tuned_micro_f1"] + scores["val_tuned_macro_f1"])
         elif self.mode == "noisy_f1":
             value = scores["holdout_noisy_micro_f1"] + scores["holdout_noisy_macro_f1"]  # in [0, 2]
             if is_collapse(scores["holdout_kept_base_positives"], scores["holdout_cardinality_ratio"]):
@@ -206,7 +228,7 @@ def _describe(mode: str, n_val: int, n_holdout: int, n_clean: int = 0) -> str:
     trained = f"; trained on a clean set of {n_clean} samples (X_clean, y_clean)" if n_clean else ""
     used = "no clean labels used to choose it" if n_clean else "no clean labels used"
     if mode == "val_f1":
-        return f"val_f1: epoch chosen by micro-F1 on {n_val} clean validation labels (X_val, y_val){trained}"
+        return f"val_f1: epoch chosen by F1 on {n_val} clean validation labels (X_val, y_val){trained}"
     if mode == "noisy_f1":
         return (f"noisy_f1: epoch chosen by micro- plus macro-F1 against the observed (noisy) labels of "
                 f"{n_holdout} held-out training rows ({used}){trained}")
@@ -292,8 +314,15 @@ def train_latent_shift_model(
     rng: np.random.Generator,
     device: torch.device,
     on_epoch: Callable[[int, int, dict[str, Any]], None] | None = None,
+    val_threshold: float | None = 0.5,
+    thresholds: Any = "auto",
 ) -> TrainResult:
     """Algorithm 1: per epoch a pass over the noisy data, then one over the clean data (if any).
+
+    ``val_threshold``: where a validation triple chooses the epoch ("val_f1"), the threshold its micro-F1 is
+    scored at (the paper's 0.5, or the fixed threshold ``predict`` will use); None: each epoch is scored as
+    ``predict`` will decide it when its threshold is tuned, micro- plus macro-F1 at the threshold
+    :func:`~lsnpc.corrector.threshold.tune_threshold` (candidates ``thresholds``) chooses on the triple.
 
     ``own_encoder``: the data encoder is LSNPC's own (so ``config.warm_start`` applies to it).
     ``n_holdout``: training rows held out (drawn from ``rng``) for the noisy criteria ("noisy_f1", "noisy_elbo");
@@ -328,7 +357,8 @@ def train_latent_shift_model(
     epochs = resolve_epochs(config.epochs, len(X), config.batch_size, min_steps)
     steps_per_epoch = len(_batches(len(X), config.batch_size))
     clean_steps = 0 if data.clean is None else len(_batches(len(data.clean[0]), config.batch_size))
-    selector = _Selector(selection, config, data, holdout, seed=int(rng.integers(2**62)))
+    selector = _Selector(selection, config, data, holdout, seed=int(rng.integers(2**62)), val_threshold=val_threshold,
+                         thresholds=thresholds)
     history: list[dict[str, Any]] = []
 
     if config.warm_start and own_encoder:

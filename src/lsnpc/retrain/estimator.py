@@ -23,7 +23,7 @@ from .._validation import (
     check_same_n_samples,
     check_scalar,
 )
-from ..corrector.threshold import DEFAULT_THRESHOLDS, SCORINGS, check_thresholds
+from ..corrector.threshold import AUTO, SCORINGS, check_thresholds
 from .selection import CANDIDATES, RetrainReport, choose, model_of
 
 __all__ = ["CorrectedLabelsClassifier"]
@@ -93,8 +93,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
         bootstrap standard errors of the difference, in micro- and in macro-F1. One standard error is the
         usual rule for preferring the safer of two models whose scores differ by noise (Breiman et al.'s
         one-standard-error rule); 0 keeps whichever scores higher in both.
-    thresholds : sequence of float, default 0.2, 0.225, ..., 0.5
-        The grid the decision threshold is chosen on (:func:`lsnpc.tune_threshold`'s).
+    thresholds : "auto" or sequence of float in (0, 1], default "auto"
+        The candidate decision thresholds (:func:`lsnpc.tune_threshold`'s: "auto" draws them from the scores).
     scoring : {"micro+macro", "micro_f1", "macro_f1"} or callable, default "micro+macro"
         What the choice of candidate and threshold maximises (:func:`lsnpc.tune_threshold`'s).
     corrector_params : dict or None
@@ -145,7 +145,7 @@ class CorrectedLabelsClassifier(BaseEstimator):
         post_hoc: bool = True,
         val_folds: int = 5,
         min_gain_se: float = 1.0,
-        thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+        thresholds: Sequence[float] | str = AUTO,
         scoring: str | Callable[[np.ndarray, np.ndarray], float] = "micro+macro",
         corrector_params: Mapping[str, Any] | None = None,
         random_state: int | np.random.Generator | None = None,
@@ -180,7 +180,7 @@ class CorrectedLabelsClassifier(BaseEstimator):
         check_bool(self.post_hoc, "post_hoc")
         check_scalar(self.val_folds, "val_folds", kind=Integral, low=2)
         check_scalar(self.min_gain_se, "min_gain_se", low=0.0)
-        check_thresholds(self.thresholds)
+        check_thresholds(self.thresholds, auto=True)
         if not callable(self.scoring) and self.scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {', '.join(map(repr, SCORINGS))} or a callable "
                              f"scoring(y_true, y_pred) -> float, got {self.scoring!r}")

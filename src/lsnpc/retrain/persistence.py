@@ -55,7 +55,8 @@ def _params(model: Any) -> dict[str, Any]:
                          "be written without pickling it")
     params["estimator"] = None if params["estimator"] is None else "given"
     params["random_state"] = params["random_state"] if isinstance(params["random_state"], int) else None
-    params["thresholds"] = [float(t) for t in params["thresholds"]]
+    if not isinstance(params["thresholds"], str):
+        params["thresholds"] = [float(t) for t in params["thresholds"]]
     params["corrector_params"] = None if params["corrector_params"] is None else dict(params["corrector_params"])
     return params
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..corrector.threshold import tune_threshold
+from ..corrector.threshold import cross_fitted_predictions, tune_threshold
 from ..metrics import macro_f1, micro_f1
 from ..model_selection import multilabel_folds
 
@@ -237,18 +237,6 @@ def _typed(cls: type, raw: Mapping[str, Any]) -> Any:
             raise ValueError(f"report field {field} must be a {kind.__name__}, got {value!r:.60}")
         values[field] = float(value) if kind is float else value
     return cls(**values)
-
-
-def cross_fitted_predictions(
-    y_val: np.ndarray, probs: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]], *,
-    thresholds: Sequence[float], scoring: str | Callable[[np.ndarray, np.ndarray], float],
-) -> np.ndarray:
-    """0/1 predictions (n, L) of ``probs``: each fold's test part at the threshold tuned on its training part."""
-    pred = np.zeros(y_val.shape, dtype=np.int64)
-    for train, test in folds:
-        tuned = tune_threshold(y_val[train], probs[train], thresholds=thresholds, scoring=scoring)
-        pred[test] = tuned.predict(probs[test])
-    return pred
 
 
 def cross_fitted_scores(
