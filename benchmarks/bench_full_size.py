@@ -216,15 +216,15 @@ def prepared_probs(dataset: str, size: str, kind: str, rate: float, seed: int, b
 
 def _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text_pool, feature_cache, params,
                  base_cache=None):
-    from lsnpc import LSNPC, tune_threshold
+    from lsnpc import tune_threshold
     from lsnpc.corrector.threshold import NARROW_THRESHOLDS
     from lsnpc.metrics import micro_f1
 
     started = time.perf_counter()
     s = prepared_probs(dataset, size, kind, rate, seed, base_kind, home, text_pool, feature_cache, base_cache)
-    X, Y, Xt, Yt, Y_noisy = s["X"], s["Y"], s["Xt"], s["Yt"], s["Y_noisy"]
-    tr, v0, v1 = s["tr"], s["v0"], s["v1"]
-    P_tr, P_v0, P_v1, P_te = s["P_tr"], s["P_v0"], s["P_v1"], s["P_te"]
+    X, Y, Yt, Y_noisy = s["X"], s["Y"], s["Yt"], s["Y_noisy"]
+    tr, v0 = s["tr"], s["v0"]
+    P_tr, P_v0, P_te = s["P_tr"], s["P_v0"], s["P_te"]
     key = dict(dataset=dataset, requested=size, size=len(X), n_train=len(tr), n_val=len(v0), n_labels=Y.shape[1],
                kind=kind, rate=rate, seed=seed, base=base_kind)
     rows = [dict(key, method="base", **_scored(Yt, P_te, 0.5), seconds=time.perf_counter() - started,
@@ -238,29 +238,47 @@ def _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text
             rows.append(dict(key, method=method, **_scored(Yt, P_te, tuned.decision), seconds=0.0,
                              threshold=tuned.threshold))
             continue
-        if method in DERIVED:  # read off the "lsnpc" fit (the same networks: see DERIVED)
+        if method in DERIVED and "lsnpc" in methods:  # read off the "lsnpc" fit where that equals fitting it
             continue
-        options = dict(params)
-        if method.endswith("noguard"):
-            options["guard"] = False
-        kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
-        if method.startswith("lsnpc-semi"):
-            kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
-        if method.removesuffix("-noval").endswith("labels"):
-            kwargs.update(labels=Y_noisy)
-        corrector = LSNPC(random_state=seed, **options).fit(X[tr], P_tr, **kwargs)
-        seconds = time.perf_counter() - started
-        Q = corrector.predict_proba(Xt, P_te)
-        t = corrector.threshold_
-        rows.append(dict(key, method=method, **_scored(Yt, Q, t), seconds=seconds, threshold=t,
-                         base_weight=corrector.base_weight_, blend=corrector.report_["blend"].method,
-                         threshold_method=corrector.report_["threshold"].method, epoch=corrector.best_epoch_,
-                         epochs=corrector.epochs_, micro_at_half=_scored(Yt, Q, 0.5)["micro"],
-                         macro_at_half=_scored(Yt, Q, 0.5)["macro"]))
-        if method == "lsnpc":
-            for derived in (m for m in methods if m in DERIVED):
+        rows.extend(_fitted_rows(method, methods, params, key, s, seed))
+    return rows
+
+
+def _fitted_rows(method: str, methods: tuple[str, ...], params: dict, key: dict, s: dict, seed: int) -> list[dict]:
+    """The row of one fitted LSNPC method; after "lsnpc", the rows of the DERIVED methods requested beside it (read
+    off its networks where its plan tested on val0, else fitted)."""
+    from lsnpc import LSNPC
+
+    started = time.perf_counter()
+    X, Y, Xt, Yt, Y_noisy = s["X"], s["Y"], s["Xt"], s["Yt"], s["Y_noisy"]
+    tr, v0, v1 = s["tr"], s["v0"], s["v1"]
+    P_tr, P_v0, P_v1, P_te = s["P_tr"], s["P_v0"], s["P_v1"], s["P_te"]
+    options = dict(params)
+    if method.endswith("noguard") or method == "lsnpc-correction":
+        options["guard"] = False
+    if method == "lsnpc-correction":
+        options["student"] = False
+    kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
+    if method.startswith("lsnpc-semi"):
+        kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
+    if method.removesuffix("-noval").endswith("labels"):
+        kwargs.update(labels=Y_noisy)
+    corrector = LSNPC(random_state=seed, **options).fit(X[tr], P_tr, **kwargs)
+    seconds = time.perf_counter() - started
+    Q = corrector.predict_proba(Xt, P_te)
+    t = corrector.threshold_
+    rows = [dict(key, method=method, **_scored(Yt, Q, t), seconds=seconds, threshold=t,
+                 base_weight=corrector.base_weight_, blend=corrector.report_["blend"].method,
+                 threshold_method=corrector.report_["threshold"].method, epoch=corrector.best_epoch_,
+                 epochs=corrector.epochs_, micro_at_half=_scored(Yt, Q, 0.5)["micro"],
+                 macro_at_half=_scored(Yt, Q, 0.5)["macro"])]
+    if method == "lsnpc":
+        for derived in (m for m in methods if m in DERIVED):
+            if corrector.report_.plan.evidence == "validation":
                 rows.append(dict(key, method=derived, **_derived(corrector, derived, X[v0], Y[v0], P_v0, Xt, Yt, P_te),
                                  seconds=seconds, epoch=corrector.best_epoch_, epochs=corrector.epochs_))
+            else:  # the triple was trained on or set aside: the threshold is not tuned on val0, so fit it
+                rows.extend(_fitted_rows(derived, (), params, key, s, seed))
     return rows
 
 

@@ -50,7 +50,7 @@ def test_run_setting_scores_each_method_with_its_threshold():
     assert [r["method"] for r in rows] == ["base", "base-threshold", "lsnpc-noguard"]
     assert all(r["base"] == "converged" and r["kind"] == "pairflip" and r["rate"] == 0.3 for r in rows)
     assert rows[0]["train_f1_noisy"] >= rows[0]["train_f1_true"] - 1.0  # recorded, both in [0, 1]
-    assert 0.2 <= rows[1]["threshold"] <= 0.5 and rows[2]["base_weight"] == 0.0
+    assert 0.0 < rows[1]["threshold"] < 1.0 and rows[2]["base_weight"] == 0.0
     assert all(0 <= r["micro"] <= 1 and 0 <= r["macro"] <= 1 for r in rows)
 
 
@@ -68,8 +68,8 @@ def test_tables_measure_the_bar_against_the_tuned_threshold(capsys):
                  _row("protocol", "lsnpc-noguard", rate, n_mi, n_ma)]
     print_tables(rows)
     out = capsys.readouterr().out
-    # 30–50%: micro (+3 + 1) / 2 = +2.00, macro (−2 + 0) / 2 = −1.00; at 0%: −1.5 / +1.0
-    assert "| protocol | lsnpc-noguard | 3 | +2.00 | -1.00 | -1.5 / +1.0 |" in out
+    # 30–50%: micro (+3 + 1) / 2 = +2.00, macro (−2 + 0) / 2 = −1.00; worst −2.0; at 0%: −1.5 / +1.0; no mAP
+    assert "| protocol | lsnpc-noguard | 3 | +2.00 | -1.00 | -2.0 | -1.5 / +1.0 | – |" in out
     assert "53.0 / 38.0 (+3.0 / -2.0)" in out
 
 
@@ -115,7 +115,8 @@ def test_scores_tunes_on_validation_and_reports_ranking():
     out = scores(Y[:150], Q[:150], Y[150:], Q[150:])
     assert out["half_micro"] == 0.0 and out["map"] == pytest.approx(1.0)
     assert out["wide_micro"] == pytest.approx(1.0) and out["wide_t"] == pytest.approx(0.1)
-    assert out["tuned_micro"] == 0.0  # the library's grid stops at 0.2
+    # the library's candidates come from the scores, so it finds what the wide grid finds
+    assert out["tuned_micro"] == pytest.approx(out["wide_micro"], abs=0.01)
 
 
 def test_diagnosis_summary_averages_the_noisy_settings_against_the_base_model(capsys):

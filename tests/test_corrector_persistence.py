@@ -49,7 +49,7 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
     assert {stat.S_IMODE(p.stat().st_mode) for p in target.iterdir()} == {0o644}
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
     config = json.loads((target / "config.json").read_text())
-    assert config["format"] == "lsnpc" and config["format_version"] == 3
+    assert config["format"] == "lsnpc" and config["format_version"] == 4
     assert config["weights"]["sha256"] == hashlib.sha256((target / "model.safetensors").read_bytes()).hexdigest()
     loaded = LSNPC.load(target)
     np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
@@ -194,7 +194,7 @@ def test_edited_config_is_refused(saved: Path) -> None:
     ("edit", "match"),
     [
         (lambda c: c["fitted"].update(base_weight_=5.0), "base_weight_ must be a number in"),
-        (lambda c: c["fitted"].update(base_weight_=1.0), "fitted base_weight_ = 1.0 but the report says"),
+        (lambda c: c["fitted"].update(base_weight_=0.25), "fitted base_weight_ = 0.25 but the report says"),
         (lambda c: c["fitted"].update(threshold_=0.3), "fitted threshold_ = 0.3 but the report says"),
         (lambda c: c["params"].update(threshold=0.3), "params.threshold is 0.3 but the fitted threshold_ is"),
         (lambda c: c["params"].pop("threshold"), "parameters threshold are missing"),

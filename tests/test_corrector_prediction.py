@@ -11,7 +11,9 @@ import torch
 
 from lsnpc import LSNPC
 from lsnpc.data import load_dataset
+from lsnpc.corrector.threshold import cross_fitted_predictions
 from lsnpc.metrics import macro_f1, micro_f1
+from lsnpc.model_selection import multilabel_folds
 
 SMALL = dict(epochs=2, n_threads=1, latent_dim=8, label_embedding_dim=16, hidden_dim=32)
 
@@ -71,9 +73,14 @@ def test_validation_scoring_guard_and_predict_agree(scene) -> None:
     corrected = model._raw_correct(X_val, P_val)
     assert best["val_micro_f1"] == micro_f1(y_val, corrected)
     assert best["val_macro_f1"] == macro_f1(y_val, corrected)
+    assert best["val_tuned_micro_f1"] == micro_f1(y_val, corrected, best["val_threshold"])
+    assert best["val_tuned_macro_f1"] == macro_f1(y_val, corrected, best["val_threshold"])
     output = model._output(X_val, P_val)
     evidence = model.report_["blend"].evidence
-    assert evidence["output_micro_f1"] == micro_f1(y_val, output)
-    assert evidence["output_macro_f1"] == macro_f1(y_val, output)
+    # each blend judged at its own threshold tuned on the other folds, on the folds the fit drew
+    folds = multilabel_folds(y_val, model.val_folds, np.random.default_rng(model.predict_seed_))
+    for w, (micro, macro) in evidence["scores"].items():
+        pred = cross_fitted_predictions(y_val, (1 - float(w)) * output + float(w) * P_val, folds)
+        assert (micro, macro) == pytest.approx((micro_f1(y_val, pred), macro_f1(y_val, pred)), abs=1e-12)
     w = model.base_weight_
     np.testing.assert_allclose(model.predict_proba(X_val, P_val), (1 - w) * output + w * P_val, atol=1e-6)

@@ -33,8 +33,8 @@ def _problem(seed: int = 0, n: int = 80, labels: int = 6):
 
 def test_the_choice_is_the_best_point_of_its_curve_and_the_curve_is_sklearns_f1():
     y, probs = _problem()
-    tuned = tune_threshold(y, probs)
-    assert isinstance(tuned, ThresholdCurve)
+    tuned = tune_threshold(y, probs, bagging=False)
+    assert isinstance(tuned, ThresholdCurve) and tuned.bagged == 0
     assert tuned.thresholds == candidate_thresholds(probs[y == 1])
     expected = [micro_f1(y, probs, t) + macro_f1(y, probs, t) for t in tuned.thresholds]
     np.testing.assert_allclose(tuned.scores, expected, atol=1e-12)
@@ -60,6 +60,42 @@ def test_auto_candidates_span_the_positives_scores_in_log_odds():
     assert candidate_thresholds(np.full(3, 0.4)) == (pytest.approx(0.4),)
     assert candidate_thresholds(np.zeros(0)) == ()
     assert candidate_thresholds(np.array([0.0, 1.0]))[0] > 0  # within (0, 1): 0 has no log-odds
+
+
+def test_candidates_are_numbers_of_the_scores_precision():
+    # float32 scores: every candidate is a float32 number, the ends are the lowest and highest score exactly, so
+    # a positive scored at the chosen threshold is called whether the comparison runs in float32 or float64
+    rng = np.random.default_rng(5)
+    scores = rng.random(200).astype(np.float32) * 0.3 + 0.01
+    grid = candidate_thresholds(scores)
+    assert all(float(np.float32(t)) == t for t in grid)
+    assert grid[0] == float(scores.min()) and grid[-1] == float(scores.max())
+    top = np.array([[scores.max()]], dtype=np.float32)
+    assert int(ThresholdCurve(grid[-1], grid, (0.0,) * len(grid), "micro+macro", 1).predict(top)[0, 0]) == 1
+    assert all(float(np.float64(t)) == t for t in candidate_thresholds(scores.astype(np.float64)))
+
+
+def test_few_rows_choose_the_median_of_bootstrap_resamples_best_thresholds():
+    y, probs = _problem(n=60)
+    bagged, plain = tune_threshold(y, probs), tune_threshold(y, probs, bagging=False)
+    assert bagged.bagged == 100 and plain.bagged == 0 and bagged.to_dict()["bagged"] == 100
+    assert bagged.threshold in bagged.thresholds and bagged.scores == plain.scores
+    # the same resamples, scored one by one with sklearn: the median of their best thresholds
+    weights = resample_weights(len(y), 100, np.random.default_rng(0))
+    best = []
+    for w in weights[(weights @ y).sum(1) > 0]:
+        rows = np.repeat(np.arange(len(y)), w)
+        curve = [micro_f1(y[rows], probs[rows], t) + macro_f1(y[rows], probs[rows], t) for t in plain.thresholds]
+        top = max(curve)
+        best.append(max(t for t, s in zip(plain.thresholds, curve) if s >= top - 1e-12))
+    assert bagged.threshold == sorted(best)[len(best) // 2]
+    # a callable scoring is bagged the same way
+    assert tune_threshold(y, probs, scoring=lambda a, b: micro_f1(a, b) + macro_f1(a, b)).threshold == pytest.approx(
+        bagged.threshold)
+    # from 100 rows on, or with bagging=False, the best on the rows as they are
+    many_y, many_p = _problem(n=100)
+    assert tune_threshold(many_y, many_p).bagged == 0
+    assert tune_threshold(y, probs, bagging=True).threshold == bagged.threshold
 
 
 def test_a_rare_label_is_called_below_the_old_grid():

@@ -141,11 +141,12 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
     threshold_grid : "auto" or sequence of float in (0, 1], default "auto"
         The thresholds the threshold step chooses among; "auto": drawn from the scores (:func:`lsnpc.tune_threshold`),
         so a label whose scores all sit far below 0.5 can still be called.
-    count_floor : float in (0, 1], default 0.35
+    count_floor : float in (0, 1], default 0.05
         The lowest threshold a label count may choose (where no labelled row scores the choice).
     count_growth : float >= 1, default 1.5
-        Without any label, the label count is the base model's expected count, but no more than this many times
-        the labels a row the output predicts at 0.5: a flat base model expects more labels than the data hold.
+        Without any label and with a flat base model (the blend's prior returns it whole), the label count is its
+        expected count, but no more than this many times the labels a row it predicts at 0.5: a flat base model
+        expects more labels than the data hold. Otherwise the base model's expected count is kept as it is.
     decoder_bias : {"default", "label_means"}, default "default"
         How g_φ's output bias starts: torch's default initialisation (about 0: probability 0.5 for every label), or
         at the log-odds of each label's mean base probability, so a sparse label starts near its own frequency.
@@ -187,7 +188,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         warm_start: bool = True, student: bool = True, guard: bool = True, min_val_rows: int = 10,
         blend_candidates: Sequence[float] = (0.0, 0.5), blend_confidence: float = 0.4, val_folds: int = 5,
         prior_base_weight: float = 1 / 3, threshold: float | str = "auto", threshold_grid: Sequence[float] | str = "auto",
-        count_floor: float = 0.35, count_growth: float = 1.5, decoder_bias: str = "default", schedule: str = "cosine",
+        count_floor: float = 0.05, count_growth: float = 1.5, decoder_bias: str = "default", schedule: str = "cosine",
         holdout_fraction: float = 0.1, min_steps: int | str = "auto", n_threads: int | None = 1,
         random_state: Any = None, device: str = "cpu", verbose: bool = False,
     ) -> None:
@@ -307,7 +308,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         check_rows = hold if len(hold) else trained  # rows the correction did not train on, where there are some
         blend = self._decide_blend(plan, Xa, P, given, val, check_rows, np.random.default_rng(predict_seed))
         self.base_weight_ = float(blend.choice)
-        threshold = self._decide_threshold(plan, Xa, P, given, val, hold)
+        threshold = self._decide_threshold(plan, Xa, P, given, val, hold, flat=bool(blend.evidence.get("flat")))
         self.threshold_ = float(threshold.choice)
         epoch = Decision("epoch", self.best_epoch_, self.selection_, {
             "epochs": self.epochs_, "n_holdout": len(hold), "n_val": len(val[1]) if plan.selection == "val_f1" else 0,
@@ -380,7 +381,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         return Decision("blend", w, plan.blend, evidence)
 
     def _decide_threshold(self, plan: FitPlan, X: np.ndarray, P: np.ndarray, given: np.ndarray | None, val: Any,
-                          hold: np.ndarray) -> Decision:
+                          hold: np.ndarray, *, flat: bool = False) -> Decision:
         """Step 5: ``predict``'s threshold, for the output as blended (:mod:`lsnpc.corrector.threshold`)."""
         if plan.threshold == "given":
             return Decision("threshold", float(self.threshold), "given")
@@ -389,16 +390,16 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
             curve = tune_threshold(val[1], self._blended(val[0], val[2]), thresholds=grid)
             return Decision("threshold", curve.threshold, plan.threshold, curve.to_dict())
         # no clean label: the output on the training rows keeps to the labels a row of the noisy labels, or else
-        # to the base model's expected count, within count_growth times its own at 0.5; held-out noisy labels
-        # choose among those thresholds
+        # to the base model's expected count (for a flat base model, within count_growth times the labels a row
+        # it predicts at 0.5); held-out noisy labels choose among those thresholds
         output = self._blended(X, P)
         if given is not None:
             expected, source = float(given.sum(1).mean()), {"count_of": "noisy labels"}
         else:
-            base_count, at_half = float(P.sum(1).mean()), float((output >= 0.5).sum(1).mean())
-            expected = min(base_count, float(self.count_growth) * at_half)
-            source = {"count_of": "base model", "base_expected_count": base_count,
-                      "growth_limit": float(self.count_growth) * at_half}
+            base_count = float(P.sum(1).mean())
+            limit = float(self.count_growth) * float((output >= 0.5).sum(1).mean()) if flat else None
+            expected = base_count if limit is None else min(base_count, limit)
+            source = {"count_of": "base model", "base_expected_count": base_count, "growth_limit": limit}
         floor = float(self.count_floor)
         if plan.threshold == "tuned on held-out noisy labels":
             curve = tune_threshold(given[hold], output[hold], thresholds=within_count(output, expected, grid, floor=floor))

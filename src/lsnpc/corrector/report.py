@@ -180,13 +180,19 @@ def _threshold_why(threshold: Decision) -> str:
     if threshold.method == "given":
         return "the threshold given"
     if threshold.method == "tuned on validation":
-        return f"the best micro- plus macro-F1 on {e.get('n_rows')} validation rows"
+        bagged = (f" (the median of the best of {e['bagged']} bootstrap resamples: the rows are few)"
+                  if e.get("bagged") else "")
+        return f"the best micro- plus macro-F1 on {e.get('n_rows')} validation rows{bagged}"
     if threshold.method == "tuned on held-out noisy labels":
         return (f"the best micro- plus macro-F1 on the noisy labels of {e.get('n_rows')} held-out rows, among the "
                 f"thresholds from {e.get('floor', 0):g} at which the output predicts no more labels a row than "
                 f"those labels hold ({e.get('expected_count', 0):.2f})")
-    whose = ("the noisy labels hold" if e.get("count_of") == "noisy labels" else
-             f"the base model expects ({e.get('base_expected_count', 0):.2f}), capped at the output's own count at "
-             f"0.5 times count_growth ({e.get('growth_limit', 0):.2f}):")
+    if e.get("count_of") == "noisy labels":
+        whose = "the noisy labels hold"
+    elif e.get("growth_limit") is None:
+        whose = "the base model expects"
+    else:
+        whose = (f"the base model expects ({e.get('base_expected_count', 0):.2f}), capped for a flat base model at "
+                 f"its own count at 0.5 times count_growth ({e['growth_limit']:.2f}):")
     return (f"the lowest threshold from {e.get('floor', 0):g} at which the output predicts no more labels a row "
             f"({e.get('predicted_count', 0):.2f}) than {whose} {e.get('expected_count', 0):.2f}")

@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_multilabel, check_probabilities, check_same_n_samples, check_scalar
-from .scores import f1_from_counts
+from .scores import f1_from_counts, resample_weights
 
-__all__ = ["AUTO", "NARROW_THRESHOLDS", "N_CANDIDATES", "MIN_LABEL_POSITIVES", "SCORINGS", "ThresholdCurve",
+__all__ = ["AUTO", "NARROW_THRESHOLDS", "N_CANDIDATES", "MIN_LABEL_POSITIVES", "SCORINGS", "BAG_BELOW_ROWS", "N_BAGS",
+           "ThresholdCurve",
            "tune_threshold", "candidate_thresholds", "within_count", "count_threshold", "check_thresholds",
            "cross_fitted_predictions"]
 
@@ -50,6 +51,11 @@ N_CANDIDATES = 50
 _EDGE = 1e-6
 #: ``per_label=True``: the fewest positives a label needs among the rows to get a threshold of its own.
 MIN_LABEL_POSITIVES = 10
+#: ``bagging="auto"``: below this many rows the threshold for all labels is the median of the best thresholds of
+#: ``N_BAGS`` bootstrap resamples of the rows (a fixed seed), not the best on the rows as they are: on a few dozen
+#: rows the curve's peak is one row's luck.
+BAG_BELOW_ROWS = 100
+N_BAGS = 100
 #: Named scorings: micro-F1 + macro-F1 (the default: rare labels count, frequent ones too), or either alone.
 SCORINGS = ("micro+macro", "micro_f1", "macro_f1")
 
@@ -75,6 +81,9 @@ class ThresholdCurve:
         ``per_label=True``: the threshold of each label (L,); None for one threshold for all labels.
     tuned_labels : int
         How many labels chose their own threshold (0 without ``per_label``).
+    bagged : int
+        How many bootstrap resamples' best thresholds the threshold is the median of (0: the best on the rows as
+        they are).
     """
 
     threshold: float
@@ -84,6 +93,7 @@ class ThresholdCurve:
     n_rows: int
     label_thresholds: tuple[float, ...] | None = None
     tuned_labels: int = 0
+    bagged: int = 0
 
     @property
     def best_score(self) -> float:
@@ -109,7 +119,7 @@ class ThresholdCurve:
         return {"threshold": self.threshold, "thresholds": list(self.thresholds), "scores": list(self.scores),
                 "scoring": self.scoring, "n_rows": self.n_rows,
                 "label_thresholds": None if self.label_thresholds is None else list(self.label_thresholds),
-                "tuned_labels": self.tuned_labels}
+                "tuned_labels": self.tuned_labels, "bagged": self.bagged}
 
 
 def check_thresholds(thresholds: Any, name: str = "thresholds", *, auto: bool = False) -> tuple[float, ...] | str:
@@ -140,15 +150,22 @@ def candidate_thresholds(scores: np.ndarray, n_candidates: int = N_CANDIDATES) -
     below the lowest positive adds negatives only), wherever those scores sit: far below 0.5 for a rare label,
     above it for a model that memorised its labels. Spaced in log-odds, they are dense near 0 and 1 where small
     probabilities differ most; a fixed count keeps the choice from fitting a small set's noise point by point.
+    Every candidate is a number of the scores' own precision (float32 scores give float32 numbers), so
+    ``scores >= t`` is the same comparison in either precision, and the ends are the lowest and highest score.
     """
-    values = np.asarray(scores, dtype=np.float64).ravel()
+    values = np.asarray(scores).ravel()
+    dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    values = values.astype(dtype)
     if not values.size:
         return ()
-    low, high = np.clip([values.min(), values.max()], _EDGE, 1 - _EDGE)
+    low, high = np.clip(np.array([values.min(), values.max()], dtype=dtype), dtype.type(_EDGE), dtype.type(1 - _EDGE))
     if high <= low:
         return (float(low),)
-    logits = np.linspace(np.log(low / (1 - low)), np.log(high / (1 - high)), n_candidates)
-    return tuple(float(t) for t in np.unique(1 / (1 + np.exp(-logits))))
+    low64, high64 = float(low), float(high)
+    logits = np.linspace(np.log(low64 / (1 - low64)), np.log(high64 / (1 - high64)), n_candidates)
+    points = (1 / (1 + np.exp(-logits))).astype(dtype)
+    points[0], points[-1] = low, high
+    return tuple(float(t) for t in np.unique(points))
 
 
 def _scorer(scoring: str | Callable[[np.ndarray, np.ndarray], float]) -> tuple[str, Callable[..., float] | None]:
@@ -214,6 +231,7 @@ def tune_threshold(
     scoring: str | Callable[[np.ndarray, np.ndarray], float] = "micro+macro",
     per_label: bool = False,
     min_positives: int = MIN_LABEL_POSITIVES,
+    bagging: bool | str = AUTO,
 ) -> ThresholdCurve:
     """Choose the decision threshold of ``probs`` that scores best against ``y_true``.
 
@@ -239,6 +257,11 @@ def tune_threshold(
         where each label has a few dozen positives.
     min_positives : int >= 1, default 10
         ``per_label``: the fewest positives a label needs to get its own threshold.
+    bagging : "auto" or bool, default "auto"
+        Choose the threshold for all labels as the median of the best thresholds of 100 bootstrap resamples of
+        the rows (fixed seed: the same rows give the same threshold), not the best on the rows as they are.
+        "auto": below 100 rows, where one row moves the curve's peak. The curve's scores stay those of the rows
+        as they are.
 
     Returns
     -------
@@ -254,16 +277,20 @@ def tune_threshold(
     check_scalar(min_positives, "min_positives", kind=Integral, low=1)
     if not isinstance(per_label, (bool, np.bool_)):
         raise ValueError(f"per_label must be True or False, got {per_label!r}")
+    if not (isinstance(bagging, (bool, np.bool_)) or bagging == AUTO):
+        raise ValueError(f"bagging must be 'auto', True or False, got {bagging!r}")
     if grid == AUTO:
         grid = candidate_thresholds(p[y == 1]) or (0.5,)
     if custom is not None:
         scores = tuple(custom(y, (p >= t).astype(np.int64), t) for t in grid)
     else:
-        micro, macro = f1_from_counts(*_counts_at(y, p, np.asarray(grid)))
-        scores = tuple(float(s) for s in {"micro+macro": micro + macro, "micro_f1": micro, "macro_f1": macro}[name])
-    chosen = _best(grid, scores)
+        scores = _named_scores(name, *_counts_at(y, p, np.asarray(grid)))[0]
+    chosen, bagged = _best(grid, scores), 0
+    if bagging is True or (bagging == AUTO and len(y) < BAG_BELOW_ROWS):
+        chosen, bagged = _bagged_threshold(y, p, grid, name, custom, chosen)
     if not per_label:
-        return ThresholdCurve(threshold=chosen, thresholds=tuple(grid), scores=scores, scoring=name, n_rows=len(y))
+        return ThresholdCurve(threshold=chosen, thresholds=tuple(grid), scores=scores, scoring=name, n_rows=len(y),
+                              bagged=bagged)
     label_thresholds, tuned = [], 0
     fixed = thresholds != AUTO
     for j in range(y.shape[1]):
@@ -277,7 +304,40 @@ def tune_threshold(
         tuned += own is not None
         label_thresholds.append(chosen if own is None else float(own))
     return ThresholdCurve(threshold=chosen, thresholds=tuple(grid), scores=scores, scoring=name, n_rows=len(y),
-                          label_thresholds=tuple(label_thresholds), tuned_labels=tuned)
+                          label_thresholds=tuple(label_thresholds), tuned_labels=tuned, bagged=bagged)
+
+
+def _named_scores(name: str, tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> list[tuple[float, ...]]:
+    """The named scoring of count arrays (..., G, L): one tuple of G scores for each leading index."""
+    micro, macro = f1_from_counts(tp, fp, fn)
+    values = {"micro+macro": micro + macro, "micro_f1": micro, "macro_f1": macro}[name].reshape(-1, tp.shape[-2])
+    return [tuple(float(v) for v in row) for row in values]
+
+
+def _bagged_threshold(y: np.ndarray, p: np.ndarray, grid: Sequence[float], name: str,
+                      custom: Callable[..., float] | None, fallback: float) -> tuple[float, int]:
+    """(threshold, resamples): the median (the upper one: a candidate itself) of the best thresholds of
+    ``N_BAGS`` bootstrap resamples of the rows that hold a positive label (seed 0); ``fallback`` and 0 when none
+    does."""
+    weights = resample_weights(len(y), N_BAGS, np.random.default_rng(0))
+    weights = weights[(weights @ y).sum(1) > 0]
+    if not len(weights):
+        return fallback, 0
+    if custom is None:  # counts of every resample at every candidate at once: (B, G, L)
+        above = p[:, None, :] >= np.asarray(grid)[None, :, None]          # (n, G, L)
+        hits = (above & (y[:, None, :] == 1)).reshape(len(y), -1).astype(np.float64)
+        calls = above.reshape(len(y), -1).astype(np.float64)
+        shape = (len(weights), len(grid), y.shape[1])
+        tp, called = (weights @ hits).reshape(shape), (weights @ calls).reshape(shape)
+        fn = (weights @ y.astype(np.float64))[:, None, :] - tp
+        curves = _named_scores(name, tp, called - tp, fn)
+    else:
+        curves = []
+        for w in weights:
+            rows = np.repeat(np.arange(len(y)), w)
+            curves.append([custom(y[rows], (p[rows] >= t).astype(np.int64), t) for t in grid])
+    best = np.sort([_best(grid, curve) for curve in curves])
+    return float(best[len(best) // 2]), len(best)
 
 
 def within_count(output: np.ndarray, expected_count: float, thresholds: Sequence[float] | str, *,
