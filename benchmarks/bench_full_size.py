@@ -9,22 +9,32 @@ on the training rows and the base model's probabilities, and scored on the canon
   converged  scikit-learn's MLPClassifier (100 hidden units, Adam, 200 epochs, no early stopping) on
              standardised X, trained to convergence on the noisy labels: a model that memorises the noise,
              as most users' models do
+  forest     scikit-learn's RandomForestClassifier(200) on the noisy labels
+  linear     scikit-learn's OneVsRestClassifier(LogisticRegression()) on standardised X
 
-Methods (every one is given the val0 triple):
+Methods (every one is given the val0 triple unless its name ends in -noval):
 
-  base-threshold  the base model's probabilities at the threshold ``lsnpc.tune_threshold`` chooses on val0
-  lsnpc           LSNPC(), the default
-  lsnpc-noguard   LSNPC(guard=False): the student and the correction, no base model mixed in, threshold tuned
-  lsnpc-semi      LSNPC() with the val1 clean set trained on as well (Algorithm 1)
-  lsnpc-semi-noguard   the same with guard=False
+  base-threshold         the base model's probabilities at the threshold ``lsnpc.tune_threshold`` chooses on val0
+  base-threshold-narrow  the same on the fixed grid 0.2, 0.225, ..., 0.5 the library searched before
+  base-threshold-label   the same with per_label=True
+  lsnpc                  LSNPC(), the default
+  lsnpc-noguard          LSNPC(guard=False): the student and the correction, no base model mixed in
+  lsnpc-correction       LSNPC(student=False, guard=False): the correction alone
+  lsnpc-labels           LSNPC() given the noisy labels too (labels=); -noval: those labels and no triple
+  lsnpc-noval            LSNPC() with nothing but X and P
+  lsnpc-semi             LSNPC() with the val1 clean set trained on as well (Algorithm 1)
+  lsnpc-semi-noguard     the same with guard=False
 
-Prints, per setting, test micro / macro-F1 (×100) of the base model at 0.5 and at its tuned threshold and of each
-method, then the bar of the full-size question for each base model and method: the mean change over
-base-threshold at 30–50% noise (micro, macro) and the worst change at 0%.
+Prints, per setting, test micro / macro-F1 (×100) and mAP of the base model at 0.5 and of each method at its own
+threshold, then per base model and method against base-threshold: the mean change at 30–50% noise (micro,
+macro), the worst change in any setting, the worst at 0%, and the mean change in mAP.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_full_size.py --datasets goemotions tmc2007-500 delicious bibtex \\
-        --bases protocol --feature-cache ~/.cache/lsnpc-features --out full.jsonl
+    HF_HUB_OFFLINE=1 python benchmarks/bench_full_size.py --datasets tmc2007-500 bibtex delicious goemotions \
+        --noise symmetric:0.0 symmetric:0.3 symmetric:0.5 pairflip:0.3 --bases converged protocol \
+        --feature-cache ~/.cache/lsnpc-features --out full.jsonl
 
+``--configs DATASET@SIZE ...`` (or ``@benchmarks/stand-ins.args``) runs data sets at sizes of their own instead
+of whole splits; ``--base-cache DIR`` keeps each setting's base probabilities, so variants train a base model once.
 (GoEmotions is encoded with MiniLM once, all of its texts, into ``--feature-cache``.) Each finished
 (setting, method) is appended to ``--out`` (JSON lines) and a run skips those already there, so an interrupted
 run resumes; ``--report`` prints the tables of existing files. ``--set KEY=VALUE`` passes a parameter to every
@@ -370,7 +380,8 @@ def print_tables(rows: list[dict], methods: tuple[str, ...] = METHODS) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     fromfile_prefix_chars="@")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--size", default="full", help='training rows drawn ("full": the whole training split)')
     parser.add_argument("--configs", nargs="+", default=None, metavar="DATASET@SIZE",

@@ -95,9 +95,9 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_fit_trains_on_a_validation_set_too_small_to_test_unless_told_to_validate(tmp_path: Path) -> None:
-    """15 validation rows are trained on as the clean set and the fit's report says so; ``--set
-    selection=val_f1`` keeps them choosing the checkpoint, as the library does."""
-    X, Y = make_toy_multilabel(255, 6, 4, seed=2)
+    """8 validation rows (fewer than min_val_rows, 10) are trained on as the clean set and the fit's report says
+    so; ``--set selection=val_f1`` keeps them choosing the checkpoint, as the library does."""
+    X, Y = make_toy_multilabel(248, 6, 4, seed=2)
     P = np.clip(0.7 * Y + np.random.default_rng(0).uniform(0, 0.3, Y.shape), 0, 1)
     for name, array in dict(X=X[:240], P=P[:240], Xv=X[240:], Yv=Y[240:], Pv=P[240:]).items():
         np.save(tmp_path / f"{name}.npy", array)
@@ -107,7 +107,7 @@ def test_fit_trains_on_a_validation_set_too_small_to_test_unless_told_to_validat
     trained = lsnpc(*fit, "--out", tmp_path / "trained")
     assert trained.returncode == 0, trained.stderr
     report = json.loads(trained.stdout)["report"]
-    assert report["plan"]["val_trained_on"] is True and report["decisions"][0]["evidence"]["n_clean"] == 15
+    assert report["plan"]["val_trained_on"] is True and report["decisions"][0]["evidence"]["n_clean"] == 8
     assert "trained on as a clean set" in json.loads(trained.stdout)["summary"]
     validated = lsnpc(*fit, "--out", tmp_path / "validated", "--set", "selection=val_f1")
     assert validated.returncode == 0, validated.stderr
@@ -249,14 +249,15 @@ def test_demo_runs_end_to_end_on_builtin_data() -> None:
     for fragment in ("synthetic", "base MLP", "+ KNN", "+ LSNPC", "micro-F1", "macro-F1", "300 noisy training"):
         assert fragment in result.stdout
     # LSNPC is given the noisy training labels, as the README recommends: they choose its epoch; 300 rows hold
-    # out 30, which choose a threshold on the grid 0.2 to 0.5, and the demo says where LSNPC labels
+    # out 30, which choose a threshold among the output's own scores, and the demo says where LSNPC labels
     shown = re.search(r"it labels at probability >= ([0-9.]+)", result.stdout)
     assert shown is not None, result.stdout
     as_json = lsnpc("demo", "--max-train", "300", "--mlp-epochs", "2", "--lsnpc-epochs", "1", "--seed", "1", "--json")
     assert as_json.returncode == 0, as_json.stderr
     demo = json.loads(as_json.stdout)
     assert demo["lsnpc_selection"].startswith("noisy_f1")
-    assert 0.2 <= demo["lsnpc_threshold"] <= 0.5 and float(shown.group(1)) == demo["lsnpc_threshold"]
+    assert 0.0 < demo["lsnpc_threshold"] < 1.0 and float(shown.group(1)) == pytest.approx(demo["lsnpc_threshold"],
+                                                                                          abs=5e-4)
 
 
 @pytest.mark.slow

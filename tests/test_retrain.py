@@ -91,7 +91,7 @@ def test_the_report_records_every_candidate_and_what_was_kept(fitted_sklearn, sc
     mean = report.candidate("mean")
     assert (mean.micro_se, mean.macro_se) == (0, 0)
     # given the validation triple, the mean is that of the three corrections; only they may replace it
-    assert report.eligible == ("noisy+lsnpc", "noisy+lsnpc-insample", "retrained+lsnpc") and report.min_val_rows == 20
+    assert report.eligible == ("noisy+lsnpc", "noisy+lsnpc-insample", "retrained+lsnpc") and report.min_val_rows == 10
     clear = [c for c in report.candidates[1:] if c.name in report.eligible and c.micro_f1 - mean.micro_f1 > c.micro_se
              and c.macro_f1 - mean.macro_f1 > c.macro_se]  # a standard error better in both F1s
     assert report.kept == (max(clear, key=lambda c: c.score).name if clear else "mean")

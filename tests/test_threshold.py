@@ -75,6 +75,16 @@ def test_candidates_are_numbers_of_the_scores_precision():
     assert all(float(np.float64(t)) == t for t in candidate_thresholds(scores.astype(np.float64)))
 
 
+def test_a_grid_is_compared_in_the_scores_precision_as_predict_compares_it():
+    # float32(0.45) is below the float64 0.45; predict rounds the threshold to float32, and so does the curve
+    y = np.array([[1], [0], [1], [0]] * 30)
+    probs = np.array([[0.45], [0.1], [0.45], [0.3]] * 30, dtype=np.float32)
+    tuned = tune_threshold(y, probs, thresholds=(0.2, 0.45))
+    assert tuned.threshold == 0.45 and tuned.scores[1] == pytest.approx(2.0)
+    np.testing.assert_array_equal(tuned.predict(probs), y)
+    assert within_count(probs, 0.5, (0.2, 0.45), floor=0.05) == (0.45,)
+
+
 def test_few_rows_choose_the_median_of_bootstrap_resamples_best_thresholds():
     y, probs = _problem(n=60)
     bagged, plain = tune_threshold(y, probs), tune_threshold(y, probs, bagging=False)

@@ -33,8 +33,7 @@ LABEL_CORRECTOR_DEFAULTS: dict[str, Any] = {"random_state": 0, "student": False,
 repeat, and the plain correction (no student, no guard) in the prior. On scene and yeast (4 noise
 settings × 3 seeds) the default's student and ¼ base blend (its prior then; ⅓ now) moved AUROC by at
 most 0.1 points in a setting, AP by 0.4 and the relabelled retraining's F1 by 0.5, either way, and made
-the fit ~40% slower; its collapse check would silently drop the correction from the prior
-(docs/label-issues.md, "Which corrector")."""
+the fit ~40% slower (docs/label-issues.md, "Which corrector")."""
 
 _FIT_ARGUMENTS = ("X_clean", "y_clean", "pred_probs_clean", "X_val", "y_val", "pred_probs_val")
 

@@ -142,7 +142,7 @@ def fit(
                                            "saved before, replaced only with --force).")],
     labels: Annotated[Path | None, typer.Option(help="The samples' observed (noisy) 0/1 labels, shape (n, L), e.g. "
                                                      "those the classifier was trained on: without a validation "
-                                                     "set of 20 rows or more they choose the checkpoint, test the "
+                                                     "set of 10 rows or more they choose the checkpoint, test the "
                                                      "output and set the threshold (never trained on).")] = None,
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,

@@ -37,7 +37,7 @@ def retrain(
     val_features: Annotated[Path | None, typer.Option(help="Features of clean validation rows (never trained on): "
                                                            "they test LSNPC's corrections, choose the threshold, "
                                                            "and a single model over the mean where one is clearly "
-                                                           "better (20 rows or more).")] = None,
+                                                           "better (10 rows or more).")] = None,
     val_labels: Annotated[Path | None, typer.Option(help="Their clean 0/1 labels.")] = None,
     cv: Annotated[int, typer.Option(help="Folds of the out-of-fold probabilities the correction reads.")] = 5,
     val_folds: Annotated[int, typer.Option(help="Parts the validation rows are scored in, each at a threshold "

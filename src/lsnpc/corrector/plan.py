@@ -2,25 +2,25 @@
 
 One table (``docs/design.md`` explains each choice and the numbers behind it)::
 
-    evidence                                  epoch (selection="auto")           blend with the base model     threshold (threshold="auto")
-    a validation triple of >= min_val_rows    its micro-F1 (2,000 steps)         bootstrap test on the triple   tuned on the triple
-      rows with a positive label
+    evidence                                  epoch (selection="auto")           blend with the base model      threshold (threshold="auto")
+    a validation triple of >= min_val_rows    micro- + macro-F1 on the triple,   each candidate and the base    tuned on the triple
+      rows with a positive label              at the threshold tuned on it       model at its own tuned
+                                              (2,000 steps)                      threshold, cross-fitted;
+                                                                                 bootstrap test
     the noisy training labels (labels=)       F1 against the labels of 10% of    the output whole unless it     tuned on those held-out rows,
                                               the rows held out (2,000 steps)    loses to the prior blend       within the noisy labels' count
-                                                                                 there; collapse check          (the count alone below min_val_rows)
-    nothing                                   held-out noisy ELBO (600 steps)    the prior; collapse check      label count
+                                                                                 there                          (the count alone below min_val_rows)
+    nothing                                   held-out noisy ELBO (600 steps)    the prior (0 sparse and        label count
+                                                                                 vague, 1 flat)
 
 - A validation triple of fewer than ``min_val_rows`` rows is too small to test anything: with
   ``selection="auto"`` it is trained on as a clean set instead (a pass over it after each epoch, Algorithm 1),
   and the plan is that of the other evidence. A triple without a positive label scores F1 = 0 everywhere: it
   is set aside.
-- "collapse check": where no clean label tests the output, an output that keeps fewer than 40% of the base
-  model's positives, or predicts its labels a row off by more than 2.5 times, on rows held out of training, is
-  refused: the base model is handed back.
-- "label count": the lowest threshold of the grid from ``count_floor`` at which the output on the training rows
-  predicts no more labels a row than the noisy labels hold, or without them than the base model expects
-  (Σ_j p_ij, averaged over the training rows, but at most ``count_growth`` times the output's own count at 0.5:
-  a flat base model expects more labels than the data hold). Held-out noisy labels tune the threshold only among those
+- "label count": the lowest threshold from ``count_floor`` at which the output on the training rows predicts no
+  more labels a row than the noisy labels hold, or without them than the base model expects (Σ_j p_ij, averaged
+  over the training rows; for a flat base model at most ``count_growth`` times its own count at 0.5, since it
+  expects more labels than the data hold). Held-out noisy labels tune the threshold only among those
   thresholds: F1 against noisy labels rewards predicting the labels the noise added.
 - ``guard=False``: no blend; a given ``threshold``: used as it is.
 

@@ -193,7 +193,9 @@ def _scorer(scoring: str | Callable[[np.ndarray, np.ndarray], float]) -> tuple[s
 
 def _counts_at(y: np.ndarray, p: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-label (TP, FP, FN) of ``p >= t`` for every t of ``grid``: three (len(grid), L) arrays, from sorted
-    scores (no (n, L) array a threshold)."""
+    scores (no (n, L) array a threshold). A threshold is compared in the scores' precision, as ``predict`` compares
+    it (``p >= t`` with float32 ``p`` rounds ``t`` to float32)."""
+    grid = _in_dtype_of(p, grid)
     n_labels = y.shape[1]
     tp = np.empty((len(grid), n_labels))
     fp = np.empty((len(grid), n_labels))
@@ -204,6 +206,11 @@ def _counts_at(y: np.ndarray, p: np.ndarray, grid: np.ndarray) -> tuple[np.ndarr
         tp[:, j] = len(pos) - np.searchsorted(pos, grid, side="left")
         fp[:, j] = len(neg) - np.searchsorted(neg, grid, side="left")
     return tp, fp, positives - tp
+
+
+def _in_dtype_of(scores: np.ndarray, grid: Any) -> np.ndarray:
+    """``grid`` as an array of the scores' float type (float32 for float32 scores, else float64)."""
+    return np.asarray(grid, dtype=scores.dtype if scores.dtype == np.float32 else np.float64)
 
 
 def _best(grid: Sequence[float], scores: Sequence[float]) -> float:
@@ -324,7 +331,7 @@ def _bagged_threshold(y: np.ndarray, p: np.ndarray, grid: Sequence[float], name:
     if not len(weights):
         return fallback, 0
     if custom is None:  # counts of every resample at every candidate at once: (B, G, L)
-        above = p[:, None, :] >= np.asarray(grid)[None, :, None]          # (n, G, L)
+        above = p[:, None, :] >= _in_dtype_of(p, grid)[None, :, None]     # (n, G, L)
         hits = (above & (y[:, None, :] == 1)).reshape(len(y), -1).astype(np.float64)
         calls = above.reshape(len(y), -1).astype(np.float64)
         shape = (len(weights), len(grid), y.shape[1])
@@ -354,8 +361,8 @@ def within_count(output: np.ndarray, expected_count: float, thresholds: Sequence
     else:
         grid = np.asarray(sorted(thresholds), dtype=np.float64)
     top = grid[-1]
-    flat = np.sort(output.astype(np.float64).ravel())
-    counts = (len(flat) - np.searchsorted(flat, grid, side="left")) / max(1, len(output))
+    flat = np.sort(np.ravel(output))
+    counts = (len(flat) - np.searchsorted(flat, _in_dtype_of(flat, grid), side="left")) / max(1, len(output))
     keep = (grid == top) | ((grid >= floor) & (counts <= expected_count + 1e-12))
     return tuple(float(t) for t in grid[keep])
 

@@ -45,7 +45,7 @@ _AUTO_MIN_EPOCHS, _AUTO_MAX_EPOCHS = 5, 200
 AUTO_STEPS_WITH_VALIDATION = 2000
 AUTO_STEPS_WITHOUT_VALIDATION = 600
 # Subtracted from the "noisy_f1" score (micro- plus macro-F1, in [0, 2]) of an epoch whose held-out correction
-# the collapse check would refuse: such epochs rank below all others, and are chosen only when none passes
+# blend.is_collapse calls a collapse: such epochs rank below all others, and are chosen only when none passes
 _IMPLAUSIBLE_PENALTY = 10.0
 
 
@@ -159,7 +159,7 @@ class _Selector:
                  val_threshold: float | None = 0.5, thresholds: Any = "auto"):
         self.mode, self.config, self.data, self.holdout, self.seed = mode, config, data, holdout, seed
         self.val_threshold, self.thresholds = val_threshold, thresholds
-        # the held-out rows' base probabilities on the host, once: the collapse check reads them every epoch
+        # the held-out rows' base probabilities on the host, once: blend.collapse_statistics reads them every epoch
         self._holdout_base = (holdout[1].detach().cpu().numpy()
                               if holdout is not None and mode == "noisy_f1" else None)
         self.best_score = -math.inf
@@ -187,7 +187,7 @@ class _Selector:
                 Xh, ph, yh = self.holdout
                 corrected = correct(Xh, ph)
                 out["holdout_noisy_micro_f1"], out["holdout_noisy_macro_f1"] = f1_micro_macro(yh, corrected)
-                # the collapse check's numbers on the held-out rows (blend.py): an epoch it would refuse is
+                # blend.collapse_statistics on the held-out rows: an epoch that is_collapse describes is
                 # not chosen while another passes
                 kept, ratio = collapse_statistics(corrected, self._holdout_base)
                 out["holdout_kept_base_positives"], out["holdout_cardinality_ratio"] = kept, ratio

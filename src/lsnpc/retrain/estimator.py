@@ -55,7 +55,7 @@ class CorrectedLabelsClassifier(BaseEstimator):
        With clean validation rows every candidate is scored there, each fold of the rows at the threshold
        :func:`lsnpc.tune_threshold` chooses on the other folds; the mean is kept unless one of its parts beats
        it by ``min_gain_se`` standard errors in both micro- and macro-F1 (:mod:`lsnpc.retrain.selection`), at
-       the threshold chosen on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (20),
+       the threshold chosen on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (10),
        LSNPC trains on them and their scores are in-sample: the mean is kept. Without validation rows the mean
        is kept, at 0.5.
 
