@@ -75,9 +75,15 @@ def test_several_grids_share_top_level_defaults_and_do_not_duplicate_runs() -> N
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda c: c["post_processors"].append("magic"), r"post_processors\[3\]\.name: must be one of"),
+        (lambda c: c["post_processors"].append("magic"), r"post_processors\[3\]\.name: unknown post-processor 'magic'; known: none, knn"),
+        (lambda c: c["post_processors"].append("no_such_module_x:Thing"),
+         r"post_processors\[3\]\.name: post-processor 'no_such_module_x:Thing': cannot import module"),
+        (lambda c: c["classifiers"].append("lsnpc.baselines:NoSuchClass"),
+         r"classifiers\[1\]\.name: classifier 'lsnpc.baselines:NoSuchClass': module .* has no attribute"),
+        (lambda c: c["datasets"].append("missing-file.arff"), r"datasets\[1\]\.name: data file not found"),
+        (lambda c: c["datasets"].append("mybib"), r"datasets\[1\]\.name: unknown data set 'mybib'"),
         (lambda c: c.update(noise=[{"kind": "symmetric", "rate": 1.5}]), r"noise\[0\]\.rate: must be a number in \[0, 1\)"),
-        (lambda c: c.update(noise=[{"kind": "uniform", "rate": 0.1}]), r"noise\[0\]\.kind: must be one of"),
+        (lambda c: c.update(noise=[{"kind": "uniform", "rate": 0.1}]), r"noise\[0\]\.kind: unknown noise kind 'uniform'; known: symmetric, pairflip, flip"),
         (lambda c: c.update(seeds=0), r"seeds: .* must be >= 1"),
         (lambda c: c.update(seeds=[0, 0]), r"seeds: must not repeat"),
         (lambda c: c.pop("classifiers"), r"classifiers: required field is missing"),
