@@ -116,15 +116,15 @@ def test_load_config_file_errors(tmp_path: Path) -> None:
         load_config(scalar)
 
 
-@pytest.mark.parametrize("name", ["smoke", "offline", "table3", "table4", "figure3", "figure4"])
+@pytest.mark.parametrize("name", ["smoke", "offline", "table3", "table4", "figure2", "figure3", "figure4"])
 def test_shipped_configs_are_valid(name: str) -> None:
     config = load_config(REPO / "configs" / f"{name}.yaml")
     assert config.name == name
     assert expand_runs(config)
 
 
-def test_figure3_sweeps_nu0_by_nu_including_learned() -> None:
-    config = load_config(REPO / "configs" / "figure3.yaml")
+def test_figure4_sweeps_nu0_by_nu_including_learned() -> None:
+    config = load_config(REPO / "configs" / "figure4.yaml")
     sweep = [p for p in config.post_processors if p.name == "lsnpc-paper"]
     assert len(sweep) == 4 * 5
     assert {p.params["nu"] for p in sweep} == {2.01, 3, 5, 10, "learned"}
