@@ -246,17 +246,22 @@ def test_fit_progress_names_each_phase_as_it_runs() -> None:
 def test_demo_runs_end_to_end_on_builtin_data() -> None:
     result = lsnpc("demo", "--max-train", "300", "--mlp-epochs", "2", "--lsnpc-epochs", "1", "--seed", "1")
     assert result.returncode == 0, result.stderr
-    for fragment in ("synthetic", "base MLP", "+ KNN", "+ LSNPC", "micro-F1", "macro-F1", "300 noisy training"):
+    for fragment in ("synthetic", "base MLP", "base MLP @ count threshold", "+ KNN", "+ LSNPC", "micro-F1",
+                     "macro-F1", "300 noisy training"):
         assert fragment in result.stdout
     # LSNPC is given the noisy training labels, as the README recommends: they choose its epoch; 300 rows hold
-    # out 30, which choose a threshold on the grid 0.2 to 0.5, and the demo says where LSNPC labels
+    # out 30, which choose a threshold on the grid over the scores' range, and the demo says where LSNPC labels
     shown = re.search(r"it labels at probability >= ([0-9.]+)", result.stdout)
     assert shown is not None, result.stdout
     as_json = lsnpc("demo", "--max-train", "300", "--mlp-epochs", "2", "--lsnpc-epochs", "1", "--seed", "1", "--json")
     assert as_json.returncode == 0, as_json.stderr
     demo = json.loads(as_json.stdout)
     assert demo["lsnpc_selection"].startswith("noisy_f1")
-    assert 0.2 <= demo["lsnpc_threshold"] <= 0.5 and float(shown.group(1)) == demo["lsnpc_threshold"]
+    assert 0 < demo["lsnpc_threshold"] < 1 and float(shown.group(1)) == pytest.approx(demo["lsnpc_threshold"], abs=1e-5)
+    # the base model at the noisy labels' count threshold: its own row, the same probabilities as the base's
+    assert set(demo["methods"]) == {"base MLP", "base MLP @ count threshold", "KNN", "LSNPC"}
+    assert demo["methods"]["base MLP @ count threshold"]["map"] == demo["methods"]["base MLP"]["map"]
+    assert 0 < demo["count_threshold"] <= 1
 
 
 @pytest.mark.slow
