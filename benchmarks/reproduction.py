@@ -149,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="results folder of configs/reproduction.yaml (default: results/reproduction)")
     parser.add_argument("--no-run", action="store_true", help="do not run missing runs; table what there is")
     parser.add_argument("--jobs", type=int, default=1, help="groups run in parallel")
-    parser.add_argument("--markdown", type=Path, default=None, help="also write the table to this file (a new "
-                        "file, or one this script wrote: it is replaced through a temporary file)")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the table to this new file "
+                        "(written to a temporary file, then renamed)")
+    parser.add_argument("--force", action="store_true", help="replace --markdown if it exists")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(REPO / "src"))
@@ -164,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_experiment(load_config(CONFIG), args.results, jobs=args.jobs)
         print(f"grid: {summary.n_done} run(s) done, {summary.n_skipped} already there, {summary.n_failed} failed "
               f"in {summary.elapsed_s:.0f} s", file=sys.stderr)
+    if args.markdown is not None and args.markdown.exists() and not args.force:
+        print(f"--markdown {args.markdown} exists; pass --force to replace it", file=sys.stderr)
+        return 1
     df = load_results(args.results)
     if df.empty:
         print(f"no runs in {args.results}", file=sys.stderr)

@@ -285,3 +285,28 @@ def test_workers_end_with_their_killed_parent(tmp_path: Path) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+class WarningProcessor:
+    """A post-processor that warns while it fits (as LSNPC does of a flat base model) and returns its input."""
+
+    def fit(self, X, pred_probs, **kwargs):
+        import warnings
+
+        warnings.warn("pred_probs barely vary from row to row", UserWarning, stacklevel=2)
+        return self
+
+    def predict_proba(self, X, pred_probs):
+        return pred_probs
+
+
+def test_a_warning_raised_during_a_grid_names_its_run() -> None:
+    config = parse_config(tiny(seeds=(0,), processors=["tests.test_experiments_runner:WarningProcessor"]))
+    (task,) = group_runs(expand_runs(config))
+    with pytest.warns(UserWarning) as caught:
+        result = run_group(task, None, threads=1, raise_errors=True)
+    (run,) = task.runs
+    messages = [str(w.message) for w in caught if "barely vary" in str(w.message)]
+    assert messages == [f"run {run.run_id} (synthetic, symmetric 30%, seed 0, mlp + WarningProcessor): "
+                        "pred_probs barely vary from row to row"]
+    assert result.rows[0]["processor"] == "WarningProcessor"
