@@ -134,14 +134,15 @@ def reproduction_rows(df: Any) -> list[Row]:
                     "library's default given the noisy labels, no clean label"))
     cannot = [
         ("Table 3 / Fig. 3 numbers on VOC2007, VOC2012, COCO 2014, Tomato",
-         "needs the images: ../shared/data holds VOC's and COCO's labels only, not their pictures "
-         "(configs/table3.yaml, figure3.yaml run them where the images are)"),
-        ("ADD-GCN and HLC as base models", "ADD-GCN and HLC run here on feature vectors, not on a CNN's feature "
-         "maps over images, so their rows are not the paper's models"),
-        ("Fig. 4: sensitivity over (nu0, nu)", "on VOC2007 / Tomato images (configs/figure4.yaml); not run on the "
-         "stand-ins within this table's budget"),
-        ("Fig. 5: GradCAM", "needs VOC2007 images and ImageNet ResNet-50 weights; `lsnpc gradcam` draws it from "
-         "an .npz of pictures"),
+         ("needs the images: ../shared/data holds VOC's and COCO's labels only, not their pictures "
+          "(configs/table3.yaml, figure3.yaml run them where the images are)")),
+        ("ADD-GCN and HLC as base models",
+         ("ADD-GCN and HLC run here on feature vectors, not on a CNN's feature maps over images, so their rows "
+          "are not the paper's models")),
+        ("Fig. 4: sensitivity over (nu0, nu)",
+         "on VOC2007 / Tomato images (configs/figure4.yaml); not run on the stand-ins within this table's budget"),
+        ("Fig. 5: GradCAM",
+         "needs VOC2007 images and ImageNet ResNet-50 weights; `lsnpc gradcam` draws it from an .npz of pictures"),
     ]
     rows += [Row(claim, "see the paper", "-", "cannot be reproduced here", why) for claim, why in cannot]
     return rows

@@ -9,9 +9,9 @@ import pandas as pd
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-from reproduction import format_markdown, reproduction_rows  # noqa: E402
+from reproduction import format_markdown, reproduction_rows
 
-from lsnpc.experiments import expand_runs, load_config  # noqa: E402
+from lsnpc.experiments import expand_runs, load_config
 
 SCORES = {"none": 0.50, "count-threshold": 0.55, "knn": 0.45, "npc": 0.50, "lsnpc-paper": 0.60,
           "gauss-paper": 0.58, "lsnpc-paper-semi": 0.63, "lsnpc": 0.61}

@@ -307,6 +307,6 @@ def test_a_warning_raised_during_a_grid_names_its_run() -> None:
         result = run_group(task, None, threads=1, raise_errors=True)
     (run,) = task.runs
     messages = [str(w.message) for w in caught if "barely vary" in str(w.message)]
-    assert messages == [f"run {run.run_id} (synthetic, symmetric 30%, seed 0, mlp + WarningProcessor): "
-                        "pred_probs barely vary from row to row"]
+    assert messages == [(f"run {run.run_id} (synthetic, symmetric 30%, seed 0, mlp + WarningProcessor): "
+                         "pred_probs barely vary from row to row")]
     assert result.rows[0]["processor"] == "WarningProcessor"

@@ -127,10 +127,10 @@ def test_a_researchers_data_noise_model_and_method_run_in_one_grid_and_report(wo
 @pytest.mark.parametrize(("line", "replacement", "message"), [
     ("  - name: mybib.arff", "  - name: mybibx", "datasets[0].name: unknown data set 'mybibx'"),
     ("  - name: mybib.arff", "  - name: other.arff", "datasets[0].name: data file not found"),
-    ('"myext:drop_positives"', '"myext:drop_all"', "noise.kinds[1]: noise kind 'myext:drop_all': module 'myext' "
-                                                    "has no attribute 'drop_all'"),
-    ('"myext:Sharpen"', '"myextx:Sharpen"', "post_processors[2].name: post-processor 'myextx:Sharpen': cannot "
-                                            "import module 'myextx'"),
+    ('"myext:drop_positives"', '"myext:drop_all"',
+     "noise.kinds[1]: noise kind 'myext:drop_all': module 'myext' has no attribute 'drop_all'"),
+    ('"myext:Sharpen"', '"myextx:Sharpen"',
+     "post_processors[2].name: post-processor 'myextx:Sharpen': cannot import module 'myextx'"),
 ])
 def test_a_name_that_a_run_could_not_use_fails_at_plan_time_naming_the_field(
     workspace: Path, line: str, replacement: str, message: str

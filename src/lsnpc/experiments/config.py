@@ -42,20 +42,31 @@ from typing import Any
 import yaml
 
 from lsnpc.experiments.components import (
-    CLASSIFIERS, NOISE_KINDS, POST_PROCESSORS, get_component, get_noise, is_import_path,
+    CLASSIFIERS,
+    NOISE_KINDS,
+    POST_PROCESSORS,
+    get_component,
+    get_noise,
+    is_import_path,
 )
-from lsnpc.experiments.specs import ComponentSpec, DatasetSpec, ExperimentConfig, GridSpec, NoiseSpec
+from lsnpc.experiments.specs import (
+    ComponentSpec,
+    DatasetSpec,
+    ExperimentConfig,
+    GridSpec,
+    NoiseSpec,
+)
 
 __all__ = [
+    "CLASSIFIERS",
+    "NOISE_KINDS",
+    "POST_PROCESSORS",
+    "ComponentSpec",
     "ConfigError",
     "DatasetSpec",
-    "NoiseSpec",
-    "ComponentSpec",
     "ExperimentConfig",
     "GridSpec",
-    "NOISE_KINDS",
-    "CLASSIFIERS",
-    "POST_PROCESSORS",
+    "NoiseSpec",
     "load_config",
     "parse_config",
 ]

@@ -26,7 +26,7 @@ import numpy as np
 
 from lsnpc.experiments.components import is_import_path, resolve_import_path
 
-__all__ = ["FILE_SUFFIXES", "is_file_source", "load_split", "load_file", "dataset_kind", "check_source"]
+__all__ = ["FILE_SUFFIXES", "check_source", "dataset_kind", "is_file_source", "load_file", "load_split"]
 
 FILE_SUFFIXES = (".arff", ".csv", ".npz")
 #: Share of a file's rows held out as its test split when the entry names no ``test`` file.

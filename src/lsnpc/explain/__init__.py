@@ -17,7 +17,12 @@ and the experiments.
 
 from .figure import LabelMark, gradcam_figure, label_marks
 from .gradcam import (
-    classifier_cams, collapse_message, corrected_cams, corrected_probabilities, grad_cam, resnet_backbone,
+    classifier_cams,
+    collapse_message,
+    corrected_cams,
+    corrected_probabilities,
+    grad_cam,
+    resnet_backbone,
 )
 from .training_curve import plot_training
 

@@ -15,9 +15,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._io import atomic_path
-from .._validation import check_array, check_binary_labels, check_probabilities, check_scalar
+from .._validation import (
+    check_array,
+    check_binary_labels,
+    check_probabilities,
+    check_scalar,
+)
 
-__all__ = ["gradcam_figure", "label_marks", "LabelMark", "MISSED", "MISCLASSIFIED"]
+__all__ = ["MISCLASSIFIED", "MISSED", "LabelMark", "gradcam_figure", "label_marks"]
 
 #: The paper's colours: a label the base model missed (blue) or mis-classified (red) that the correction fixed.
 MISSED, MISCLASSIFIED, UNCHANGED = "blue", "red", "black"

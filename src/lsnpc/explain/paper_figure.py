@@ -20,9 +20,15 @@ import numpy as np
 
 from .._validation import check_array, check_binary_labels, check_scalar
 from .figure import MISCLASSIFIED, MISSED, LabelMark, gradcam_figure, label_marks
-from .gradcam import classifier_cams, collapse_message, corrected_cams, corrected_probabilities, resnet_backbone
+from .gradcam import (
+    classifier_cams,
+    collapse_message,
+    corrected_cams,
+    corrected_probabilities,
+    resnet_backbone,
+)
 
-__all__ = ["Figure5", "draw_figure5", "IMAGENET_MEAN", "IMAGENET_STD"]
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "Figure5", "draw_figure5"]
 
 #: The normalisation torchvision's ImageNet ResNets expect.
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
