@@ -96,7 +96,7 @@ def test_write_report_files(store: ResultsStore, tmp_path: Path) -> None:
     assert "lsnpc version: 0.1.0 (source abc123def456)" in md
     names = sorted(p.name for p in out["plots"])
     assert any(n.startswith("f1_vs_noise_scene_symmetric_mlp") for n in names)
-    assert any(n.startswith("sensitivity_scene_symmetric_0.3_mlp") for n in names)
+    assert any(n.startswith("figure4_sensitivity_scene_symmetric_0.3_mlp") for n in names)
     assert any(n.startswith("history_scene_mlp_lsnpc") for n in names)
     for p in out["plots"]:
         assert p.read_bytes()[:8] == PNG_MAGIC
@@ -176,3 +176,17 @@ def test_every_training_curve_is_drawn_and_npc_runs_give_figure_2(tmp_path: Path
     assert "figure2_scene_symmetric_0.3_mlp_npc.png" in names
     # one noise rate: the F1 plot is still drawn (a column of points, the legend beside the axes)
     assert "f1_vs_noise_scene_symmetric_mlp.png" in names
+
+
+def test_semi_supervised_runs_give_figure_3(tmp_path: Path) -> None:
+    s = ResultsStore(tmp_path / "results")
+    for seed in (0, 1):
+        for rate in (0.3, 0.5):
+            s.write(_row(f"b{seed}{rate}", "none", seed, rate, 0.5, 0.4, clean_set_used=False))
+            s.write(_row(f"u{seed}{rate}", "lsnpc", seed, rate, 0.6, 0.5, clean_set_used=False))
+            s.write(_row(f"s{seed}{rate}", "lsnpc-semi", seed, rate, 0.65, 0.55, clean_set_used=True))
+    names = [p.name for p in write_report(s.root, tmp_path / "rep")["plots"]]
+    assert "figure3_scene_symmetric.png" in names
+    s2 = ResultsStore(tmp_path / "unsupervised")  # no run saw the clean set: no figure 3
+    s2.write(_row("b", "none", 0, 0.3, 0.5, 0.4, clean_set_used=False))
+    assert not [p for p in write_report(s2.root, tmp_path / "rep2")["plots"] if p.name.startswith("figure3")]

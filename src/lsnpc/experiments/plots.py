@@ -8,8 +8,10 @@
   learned ν), like the paper's Figure 4.
 - Training curves from the post-processors' recorded ``history`` (first seed), at their real epoch
   numbers (LSNPC's warm start is epoch 0), every one of them.
-(The paper's Figure 3, unsupervised against semi-supervised, is the F1-against-noise plot of
-configs/figure3.yaml's rows; its Figure 5 is ``lsnpc gradcam``.)
+- The paper's Figure 3: where some runs trained on the clean set (semi-supervised), micro- and macro-F1 of
+  every post-processor as grouped bars per base classifier and noise rate, error bars = std over seeds.
+(Its Figure 5 is ``lsnpc gradcam``.) Files are named ``figure2_*``, ``figure3_*``, ``figure4_*`` for the
+paper's figures.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from typing import Any
 
 from lsnpc._io import atomic_path
 
-__all__ = ["draw_all", "plot_f1_vs_noise", "plot_npc_training", "plot_sensitivity", "plot_histories",
-           "history_series"]
+__all__ = ["draw_all", "history_series", "plot_f1_vs_noise", "plot_histories", "plot_npc_training",
+           "plot_semi_supervised", "plot_sensitivity"]
 
 
 def _pyplot() -> Any:
@@ -115,8 +117,8 @@ def plot_sensitivity(df: Any, out_dir: Path) -> list[Path]:
             ax.set_ylabel("ν0")
             ax.set_title(metric.replace("_", "-") + " (%)")
             fig.colorbar(image, ax=ax)
-        fig.suptitle(f"sensitivity: {dataset}, {kind} {100 * rate:g}%, base {clf}")
-        path = out_dir / f"sensitivity_{_slug(dataset, kind, rate, clf)}.png"
+        fig.suptitle(f"Fig. 4, sensitivity: {dataset}, {kind} {100 * rate:g}%, base {clf}")
+        path = out_dir / f"figure4_sensitivity_{_slug(dataset, kind, rate, clf)}.png"
         _save(fig, path)
         plt.close(fig)
         paths.append(path)
@@ -237,9 +239,45 @@ def plot_npc_training(df: Any, out_dir: Path) -> list[Path]:
     return paths
 
 
+def plot_semi_supervised(df: Any, out_dir: Path) -> list[Path]:
+    """The paper's Figure 3, where the results hold semi-supervised runs (``clean_set_used``): per data set and
+    noise kind, micro-F1 (top) and macro-F1 (bottom) of every post-processor as grouped bars over (base
+    classifier, noise rate), error bars the std over seeds; PNG paths."""
+    if "clean_set_used" not in df.columns or not df["clean_set_used"].fillna(False).astype(bool).any():
+        return []
+    import numpy as np
+
+    plt = _pyplot()
+    paths = []
+    for (dataset, kind), sub in df[df["noise_rate"] > 0].groupby(["dataset", "noise_kind"]):
+        groups = sorted({(c, r) for c, r in zip(sub["classifier"], sub["noise_rate"], strict=True)})
+        processors = sorted(sub["processor"].unique(), key=lambda p: (p != "none", p))
+        width = 0.8 / max(1, len(processors))
+        fig, axes = plt.subplots(2, 1, figsize=(max(6.0, 1.2 * len(groups) * len(processors) / 2 + 3), 6.5),
+                                 layout="constrained", sharex=True)
+        for ax, metric in zip(axes, ("micro_f1", "macro_f1"), strict=True):
+            stats = sub.groupby(["classifier", "noise_rate", "processor"])[metric].agg(["mean", "std"]).fillna(0.0)
+            for i, proc in enumerate(processors):
+                means = [100 * stats["mean"].get((c, r, proc), np.nan) for c, r in groups]
+                stds = [100 * stats["std"].get((c, r, proc), 0.0) for c, r in groups]
+                ax.bar(np.arange(len(groups)) + (i - (len(processors) - 1) / 2) * width, means, width, yerr=stds,
+                       capsize=2, label=proc)
+            ax.set_ylabel(f"{metric.replace('_', '-')} (%)")
+            ax.grid(alpha=0.3, axis="y")
+        axes[1].set_xticks(range(len(groups)), [f"{c}\n{100 * r:g}%" for c, r in groups])
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+        fig.suptitle(f"Fig. 3, unsupervised and semi-supervised: {dataset}, {kind} noise")
+        path = out_dir / f"figure3_{_slug(dataset, kind)}.png"
+        _save(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
 def draw_all(df: Any, out_dir: str | Path) -> list[Path]:
     """Every figure that the results support; returns the PNG paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [*plot_f1_vs_noise(df, out), *plot_npc_training(df, out), *plot_sensitivity(df, out),
-            *plot_histories(df, out)]
+    return [*plot_f1_vs_noise(df, out), *plot_npc_training(df, out), *plot_semi_supervised(df, out),
+            *plot_sensitivity(df, out), *plot_histories(df, out)]
