@@ -54,7 +54,7 @@ def plot_training(
 
 
 @app.command("gradcam")
-@_user_errors(path="--out", images="IMAGES (its 'images' array)", labels="IMAGES (its 'labels' array)",
+@_user_errors(weights="--weights", images="IMAGES (its 'images' array)", labels="IMAGES (its 'labels' array)",
               n_show="--show", mlp_epochs="--mlp-epochs", lsnpc_epochs="--lsnpc-epochs", noise_rate="--noise-rate",
               noise_kind="--noise-kind")
 def gradcam(
