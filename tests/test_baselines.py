@@ -151,6 +151,21 @@ def test_npc_output_is_well_above_chance(fitted_npc, noisy_problem):
     assert fitted_npc.loss_history_[-1] < fitted_npc.loss_history_[0]
 
 
+def test_npc_records_a_training_history_with_the_validation_curves_of_the_papers_figure_2(noisy_problem):
+    X, Y, P, s = noisy_problem
+    tr, va = s["train"], s["test"]
+    plain = NPCCorrector(random_state=0, **FAST_NPC).fit(X[tr], P[tr])
+    watched = NPCCorrector(random_state=0, **FAST_NPC).fit(X[tr], P[tr], X_val=X[va], y_val=Y[va], pred_probs_val=P[va])
+    assert [e["epoch"] for e in watched.history_] == list(range(1, FAST_NPC["epochs"] + 1))
+    assert {"loss", "val_loss", "val_clean_loss", "val_micro_f1", "val_macro_f1"} <= set(watched.history_[-1])
+    assert all(0 <= e["val_micro_f1"] <= 1 and e["val_loss"] > 0 for e in watched.history_)
+    # watching draws nothing: the fit is the one without a validation set
+    np.testing.assert_array_equal(plain.predict_proba(X[va], P[va]), watched.predict_proba(X[va], P[va]))
+    assert plain.loss_history_ == watched.loss_history_ and set(plain.history_[0]) == {"epoch", "loss"}
+    with pytest.raises(ValueError, match="X_val, y_val and pred_probs_val go together"):
+        NPCCorrector(**FAST_NPC).fit(X[tr], P[tr], X_val=X[va])
+
+
 def test_npc_with_a_clean_set_improves_on_the_base_model(noisy_problem):
     X, Y, P, s = noisy_problem
     tr, cl, te = s["train"], s["clean"], s["test"]

@@ -246,7 +246,8 @@ def test_fit_progress_names_each_phase_as_it_runs() -> None:
 def test_demo_runs_end_to_end_on_builtin_data() -> None:
     result = lsnpc("demo", "--max-train", "300", "--mlp-epochs", "2", "--lsnpc-epochs", "1", "--seed", "1")
     assert result.returncode == 0, result.stderr
-    for fragment in ("synthetic", "base MLP", "+ KNN", "+ LSNPC", "micro-F1", "macro-F1", "300 noisy training"):
+    for fragment in ("synthetic", "base MLP", "base MLP @ count threshold", "+ KNN", "+ LSNPC", "micro-F1",
+                     "macro-F1", "300 noisy training"):
         assert fragment in result.stdout
     # LSNPC is given the noisy training labels, as the README recommends: they choose its epoch; 300 rows hold
     # out 30, which choose a threshold among the output's own scores, and the demo says where LSNPC labels
@@ -256,8 +257,11 @@ def test_demo_runs_end_to_end_on_builtin_data() -> None:
     assert as_json.returncode == 0, as_json.stderr
     demo = json.loads(as_json.stdout)
     assert demo["lsnpc_selection"].startswith("noisy_f1")
-    assert 0.0 < demo["lsnpc_threshold"] < 1.0 and float(shown.group(1)) == pytest.approx(demo["lsnpc_threshold"],
-                                                                                          abs=5e-4)
+    assert 0 < demo["lsnpc_threshold"] < 1 and float(shown.group(1)) == pytest.approx(demo["lsnpc_threshold"], abs=5e-4)
+    # the base model at the noisy labels' count threshold: its own row, the same probabilities as the base's
+    assert set(demo["methods"]) == {"base MLP", "base MLP @ count threshold", "KNN", "LSNPC"}
+    assert demo["methods"]["base MLP @ count threshold"]["map"] == demo["methods"]["base MLP"]["map"]
+    assert 0 < demo["count_threshold"] <= 1
 
 
 @pytest.mark.slow
@@ -277,7 +281,9 @@ def test_experiment_run_and_report(tmp_path: Path) -> None:
     # the smoke grid's 3-epoch base MLP is confident about no label, so KNN answers with it for every
     # label: the report says so instead of silently equalling the base model
     assert (df.loc[df.processor == "knn", "n_fallback_labels"] == df.loc[df.processor == "knn", "n_labels"]).all()
-    assert "knn: fell back to the base model's probabilities in 2 of 2 runs (for 12 of 12 labels)" in md
+    assert ("knn: answered some labels with the base model's own probabilities (no confidently positive or no "
+            "confidently negative training row for them) in 2 of 2 runs (synthetic: 2 of 2 runs, 12 of its 12 "
+            "labels a run)") in " ".join(md.split())
     assert list((tmp_path / "report").glob("f1_vs_noise_*.png")) or list((tmp_path / "report").glob("history_*.png"))
 
 

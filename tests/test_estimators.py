@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, clone
 from lsnpc import (
     ADDGCN, HLC, LSNPC, CorrectedLabelsClassifier, KNNCorrector, MLPClassifier, NotFittedError, NPCCorrector,
 )
+from lsnpc.baselines import CountThreshold
 from tests.conftest import make_toy_multilabel
 
 
@@ -42,6 +43,7 @@ CASES = {
     "ADDGCN": Case(lambda **kw: ADDGCN(**{"hidden_dim": 8, "epochs": 2, **kw}), corrector=False),
     "HLC": Case(lambda **kw: HLC(**{"hidden_dim": 8, "epochs": 3, "start": 1, **kw}), corrector=False),
     "KNNCorrector": Case(lambda **kw: KNNCorrector(**{"n_neighbors": 3, **kw}), corrector=True),
+    "CountThreshold": Case(lambda **kw: CountThreshold(**kw), corrector=True),
     "NPCCorrector": Case(lambda **kw: NPCCorrector(**{"hidden_dim": 8, "epochs": 2, **kw}), corrector=True),
     # estimator=None: lsnpc's MLP, so that deep and shallow parameters agree as for the others
     "CorrectedLabelsClassifier": Case(lambda **kw: CorrectedLabelsClassifier(
@@ -176,7 +178,7 @@ def test_lsnpc_encoder_is_a_plain_parameter_that_clone_copies(data: dict[str, np
     assert "encoder=Sequential(" in repr(est)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "KNNCorrector"])  # KNN runs no torch
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in ("KNNCorrector", "CountThreshold")])  # no torch
 def test_torch_estimators_default_to_one_thread_and_restore_the_callers(name: str, data: dict[str, np.ndarray]) -> None:
     """One thread by default: two threads were 3-5x slower on a busy 2-core machine and no faster on an idle one
     (docs/speed.md, "Threads"); the caller's torch setting is restored after fit and predict."""
@@ -198,6 +200,7 @@ import sys, warnings
 import numpy as np
 warnings.filterwarnings("error", message="The given NumPy array is not writable")
 from tests.test_estimators import CASES
+from lsnpc.baselines import CountThreshold
 from tests.conftest import make_toy_multilabel
 
 X, y = make_toy_multilabel(n=64, d=5, n_labels=3, seed=4)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from lsnpc import ADDGCN, HLC, LSNPC, KNNCorrector, MLPClassifier, NPCCorrector
+from lsnpc.baselines import CountThreshold
 from lsnpc.experiments import (
     CLASSIFIERS,
     COMPONENTS,
@@ -25,6 +26,7 @@ from tests.conftest import make_toy_multilabel
 BUILT = {
     "mlp": MLPClassifier, "addgcn": ADDGCN, "hlc": HLC, "knn": KNNCorrector, "npc": NPCCorrector,
     "lsnpc": LSNPC, "lsnpc-semi": LSNPC, "gauss": LSNPC, "learned-nu": LSNPC, "lsnpc-paper": LSNPC,
+    "count-threshold": CountThreshold,
 }
 
 
@@ -107,7 +109,7 @@ BASE = {
         ({"name": "lsnpc", "params": {"noisy_labels": "yes"}}, "post_processors[0].params.noisy_labels: must be true or"),
         ({"name": "npc", "params": {"noisy_labels": True}}, "post_processors[0].params.noisy_labels: npc takes no training"),
         ({"name": "lsnpc", "sweep": {"select_on": ["none", "x"]}}, "post_processors[0].params.select_on"),
-        ({"name": "tabnet"}, "post_processors[0].name: must be one of none, knn, npc"),
+        ({"name": "tabnet"}, "post_processors[0].name: unknown post-processor 'tabnet'; known: none, knn, npc"),
     ],
 )
 def test_the_config_parser_checks_runner_options_naming_the_field(processor: dict, message: str) -> None:

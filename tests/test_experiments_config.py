@@ -75,9 +75,15 @@ def test_several_grids_share_top_level_defaults_and_do_not_duplicate_runs() -> N
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda c: c["post_processors"].append("magic"), r"post_processors\[3\]\.name: must be one of"),
+        (lambda c: c["post_processors"].append("magic"), r"post_processors\[3\]\.name: unknown post-processor 'magic'; known: none, knn"),
+        (lambda c: c["post_processors"].append("no_such_module_x:Thing"),
+         r"post_processors\[3\]\.name: post-processor 'no_such_module_x:Thing': cannot import module"),
+        (lambda c: c["classifiers"].append("lsnpc.baselines:NoSuchClass"),
+         r"classifiers\[1\]\.name: classifier 'lsnpc.baselines:NoSuchClass': module .* has no attribute"),
+        (lambda c: c["datasets"].append("missing-file.arff"), r"datasets\[1\]\.name: data file not found"),
+        (lambda c: c["datasets"].append("mybib"), r"datasets\[1\]\.name: unknown data set 'mybib'"),
         (lambda c: c.update(noise=[{"kind": "symmetric", "rate": 1.5}]), r"noise\[0\]\.rate: must be a number in \[0, 1\)"),
-        (lambda c: c.update(noise=[{"kind": "uniform", "rate": 0.1}]), r"noise\[0\]\.kind: must be one of"),
+        (lambda c: c.update(noise=[{"kind": "uniform", "rate": 0.1}]), r"noise\[0\]\.kind: unknown noise kind 'uniform'; known: symmetric, pairflip, flip"),
         (lambda c: c.update(seeds=0), r"seeds: .* must be >= 1"),
         (lambda c: c.update(seeds=[0, 0]), r"seeds: must not repeat"),
         (lambda c: c.pop("classifiers"), r"classifiers: required field is missing"),
@@ -110,15 +116,15 @@ def test_load_config_file_errors(tmp_path: Path) -> None:
         load_config(scalar)
 
 
-@pytest.mark.parametrize("name", ["smoke", "offline", "table3", "table4", "figure3", "figure4"])
+@pytest.mark.parametrize("name", ["smoke", "offline", "table3", "table4", "figure2", "figure3", "figure4"])
 def test_shipped_configs_are_valid(name: str) -> None:
     config = load_config(REPO / "configs" / f"{name}.yaml")
     assert config.name == name
     assert expand_runs(config)
 
 
-def test_figure3_sweeps_nu0_by_nu_including_learned() -> None:
-    config = load_config(REPO / "configs" / "figure3.yaml")
+def test_figure4_sweeps_nu0_by_nu_including_learned() -> None:
+    config = load_config(REPO / "configs" / "figure4.yaml")
     sweep = [p for p in config.post_processors if p.name == "lsnpc-paper"]
     assert len(sweep) == 4 * 5
     assert {p.params["nu"] for p in sweep} == {2.01, 3, 5, 10, "learned"}

@@ -213,3 +213,55 @@ def test_nothing_in_lsnpc_imports_explain_but_the_cli_and_the_experiments() -> N
     importers = {m for m, targets in import_graph().items() if any(t.startswith("lsnpc.explain") for t in targets)}
     allowed = {m for m in importers if m.startswith(("lsnpc.cli", "lsnpc.experiments", "lsnpc.explain"))}
     assert importers == allowed
+
+
+def test_label_marks_colour_what_the_correction_fixed_as_the_paper_does() -> None:
+    from lsnpc.explain import label_marks
+
+    truth = np.array([[1, 1, 0, 0], [0, 1, 0, 1]])
+    base = np.array([[1, 0, 1, 0], [0, 1, 0, 1]])
+    corrected = np.array([[1, 1, 0, 1], [0, 1, 0, 1]])
+    marks = label_marks(["cat", "dog", "car", "bus"], truth, base, corrected)
+    # image 0: cat kept (black), dog missed then found (blue), car mis-classified then removed (red); the bus the
+    # correction wrongly added is not a ground-truth label and was not fixed: not listed
+    assert [(m.name, m.colour) for m in marks[0]] == [("cat", "black"), ("dog", "blue"), ("car", "red")]
+    assert [(m.name, m.colour) for m in marks[1]] == [("dog", "black"), ("bus", "black")]
+    with pytest.raises(ValueError, match="share one shape"):
+        label_marks(["cat"], truth, base, corrected)
+
+
+def test_a_collapsed_correction_is_named_and_a_working_one_is_not() -> None:
+    from lsnpc.explain import collapse_message
+
+    flat = np.full((6, 4), 0.4) + np.random.default_rng(0).normal(0, 0.003, (6, 4))
+    message = collapse_message(np.clip(flat, 0, 1))
+    assert message is not None and "collapsed" in message and "p ≈ 0.40" in message
+    assert collapse_message(np.array([[0.9, 0.1, 0.2], [0.1, 0.8, 0.3]])) is None
+
+
+def test_the_gradcam_command_draws_figure_5_from_an_npz_of_pictures(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    pictures, labels = _pictures(16, rng)
+    pictures = pictures[:, ::2, ::2].copy()  # 64 x 64: quick on a CPU
+    np.savez(tmp_path / "pics.npz", images=pictures, labels=labels, label_names=np.array(["red", "green", "blue"]))
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
+           "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    args = [sys.executable, "-m", "lsnpc", "gradcam", "pics.npz", "--out", "fig5.png", "--weights", "none",
+            "--show", "3", "--mlp-epochs", "3", "--lsnpc-epochs", "1", "--noise-rate", "0.4", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (tmp_path / "fig5.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(result["images_shown"]) == 3 and len(result["marks"]) == 3
+    assert {m["colour"] for row in result["marks"] for m in row} <= {"black", "blue", "red"}
+    truth = {i: {["red", "green", "blue"][k] for k in np.flatnonzero(labels[i])} for i in result["images_shown"]}
+    for i, row in zip(result["images_shown"], result["marks"], strict=True):  # black and blue: the true labels
+        assert {m["label"] for m in row if m["colour"] != "red"} == truth[i]
+    if result["collapsed"]:
+        assert "warning: the correction has collapsed" in " ".join(done.stderr.split())
+    again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert again.returncode == 1 and "--force" in again.stderr  # the figure is never replaced silently

@@ -43,9 +43,16 @@ def test_the_paper_recipe_starts_from_the_base_models_trunk_and_selects_on_clean
 
 
 def test_semi_supervised_runs_use_the_papers_eta_and_epochs() -> None:
-    runs = [r for r in _lsnpc_runs("figure4") if r.processor.label == "lsnpc-paper-semi"]
+    runs = [r for r in _lsnpc_runs("figure3") if r.processor.label == "lsnpc-paper-semi"]
     assert runs and all(r.processor.params["eta"] == 0.5 and r.processor.params["clean_set"] for r in runs)
-    epochs = {(r.dataset.name, r.processor.label): r.processor.params["epochs"] for r in _lsnpc_runs("figure4")
+    epochs = {(r.dataset.name, r.processor.label): r.processor.params["epochs"] for r in _lsnpc_runs("figure3")
               if r.processor.name == "lsnpc-paper"}
     assert epochs == {("voc2012", "lsnpc-paper"): 15, ("voc2012", "lsnpc-paper-semi"): 10,
                       ("coco2014", "lsnpc-paper"): 15, ("coco2014", "lsnpc-paper-semi"): 5}
+
+
+def test_figure2_watches_npc_on_clean_validation_in_the_papers_two_settings() -> None:
+    runs = [r for r in expand_runs(load_config(CONFIGS / "figure2.yaml")) if r.processor.name == "npc"]
+    settings = {(r.dataset.name, r.classifier.name, r.noise.kind, r.noise.rate) for r in runs}
+    assert settings == {("voc2007", "mlp", "pairflip", 0.3), ("tomato", "addgcn", "symmetric", 0.5)}
+    assert all(r.processor.params["select_on"] == "clean" for r in runs)

@@ -96,7 +96,7 @@ def test_write_report_files(store: ResultsStore, tmp_path: Path) -> None:
     assert "lsnpc version: 0.1.0 (source abc123def456)" in md
     names = sorted(p.name for p in out["plots"])
     assert any(n.startswith("f1_vs_noise_scene_symmetric_mlp") for n in names)
-    assert any(n.startswith("sensitivity_scene_symmetric_0.3_mlp") for n in names)
+    assert any(n.startswith("figure4_sensitivity_scene_symmetric_0.3_mlp") for n in names)
     assert any(n.startswith("history_scene_mlp_lsnpc") for n in names)
     for p in out["plots"]:
         assert p.read_bytes()[:8] == PNG_MAGIC
@@ -132,7 +132,9 @@ def test_report_says_where_a_post_processor_returned_the_base_model(tmp_path: Pa
     write_report(s.root, tmp_path / "rep", plots=False)
     md = (tmp_path / "rep" / "report.md").read_text()
     section = md.split("## Where a post-processor returned the base model", 1)[1].split("##", 1)[0]
-    assert "knn: fell back to the base model's probabilities in 2 of 2 runs (for 6 of 6 labels)" in section
+    assert ("knn: answered some labels with the base model's own probabilities (no confidently positive or no "
+            "confidently negative training row for them) in 2 of 2 runs (scene: 2 of 2 runs, 6 of its 6 labels a "
+            "run)") in section
     assert "scored exactly as the base model in 2 of 2 runs" in section
     assert "lsnpc" not in section
 
@@ -150,3 +152,41 @@ def test_history_series_keep_the_real_epoch_numbers() -> None:
     assert series["val_micro_f1"] == ([0.0, 1.0, 2.0], [0.4, 0.5, 0.6])
     assert "phase" not in series and "epoch" not in series
     assert history_series({"train_loss": [0.9, 0.8, 0.7]})["train_loss"] == ([1.0, 2.0, 3.0], [0.9, 0.8, 0.7])
+
+
+def test_sweep_rows_sort_by_value_so_nu0_10_comes_after_2_01(tmp_path: Path) -> None:
+    from lsnpc.experiments.report import _processor_order
+
+    labels = ["lsnpc[nu0=10,nu=3]", "lsnpc[nu0=2.01,nu=learned]", "lsnpc[nu0=2.01,nu=3]", "none", "myext:X"]
+    assert _processor_order(labels) == ["none", "lsnpc[nu0=2.01,nu=3]", "lsnpc[nu0=2.01,nu=learned]",
+                                        "lsnpc[nu0=10,nu=3]", "myext:X"]
+
+
+def test_every_training_curve_is_drawn_and_npc_runs_give_figure_2(tmp_path: Path) -> None:
+    s = ResultsStore(tmp_path / "results")
+    npc_history = [{"epoch": e, "loss": 1 / e, "val_loss": 50 + e % 3, "val_clean_loss": 5.0, "val_micro_f1": 0.5}
+                   for e in range(1, 6)]
+    for i in range(15):  # more processors than the old cap of 12 figures
+        s.write(_row(f"l{i}", f"lsnpc[nu0={i}]", 0, 0.3, 0.6, 0.4, history=[{"epoch": 1, "loss": 1.0}]))
+    s.write(_row("b", "none", 0, 0.3, 0.5, 0.4))
+    s.write(_row("n", "npc", 0, 0.3, 0.5, 0.4, history=npc_history))
+    out = write_report(s.root, tmp_path / "rep")
+    names = [p.name for p in out["plots"]]
+    assert sum(n.startswith("history_") for n in names) == 16
+    assert "figure2_scene_symmetric_0.3_mlp_npc.png" in names
+    # one noise rate: the F1 plot is still drawn (a column of points, the legend beside the axes)
+    assert "f1_vs_noise_scene_symmetric_mlp.png" in names
+
+
+def test_semi_supervised_runs_give_figure_3(tmp_path: Path) -> None:
+    s = ResultsStore(tmp_path / "results")
+    for seed in (0, 1):
+        for rate in (0.3, 0.5):
+            s.write(_row(f"b{seed}{rate}", "none", seed, rate, 0.5, 0.4, clean_set_used=False))
+            s.write(_row(f"u{seed}{rate}", "lsnpc", seed, rate, 0.6, 0.5, clean_set_used=False))
+            s.write(_row(f"s{seed}{rate}", "lsnpc-semi", seed, rate, 0.65, 0.55, clean_set_used=True))
+    names = [p.name for p in write_report(s.root, tmp_path / "rep")["plots"]]
+    assert "figure3_scene_symmetric.png" in names
+    s2 = ResultsStore(tmp_path / "unsupervised")  # no run saw the clean set: no figure 3
+    s2.write(_row("b", "none", 0, 0.3, 0.5, 0.4, clean_set_used=False))
+    assert not [p for p in write_report(s2.root, tmp_path / "rep2")["plots"] if p.name.startswith("figure3")]

@@ -3,6 +3,8 @@
 - :class:`KNNCorrector`: the paper's per-label k-NN over confident predictions (returns
   probabilities).
 - :class:`NPCCorrector`: the direct multilabel extension of NPC (section 3 of the paper).
+- :class:`CountThreshold`: no correction, the base model at the threshold its noisy labels' count
+  implies (as LSNPC's no-label plan chooses its threshold).
 
 Both are scikit-learn estimators (``get_params``, ``set_params``, ``clone``) with
 ``fit(X, pred_probs, *, X_clean=None, y_clean=None, pred_probs_clean=None)``,
@@ -15,9 +17,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["KNNCorrector", "NPCCorrector"]
+__all__ = ["CountThreshold", "KNNCorrector", "NPCCorrector"]
 
-_EXPORTS = {"KNNCorrector": "lsnpc.baselines.knn", "NPCCorrector": "lsnpc.baselines.npc"}
+_EXPORTS = {"KNNCorrector": "lsnpc.baselines.knn", "NPCCorrector": "lsnpc.baselines.npc",
+            "CountThreshold": "lsnpc.baselines.count_threshold"}
 
 
 def __getattr__(name: str) -> Any:

@@ -152,6 +152,14 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
         ``d`` and ``L`` seen in fit.
     loss_history_ : list of float
         Mean training loss (on the noisy data) of every epoch.
+    history_ : list of dict
+        One entry per epoch (the paper's Fig. 2, the training analysis of this extension): ``epoch``,
+        ``loss`` (the mean training loss) and, with a validation triple, ``val_loss`` (the same objective on
+        the validation rows, at the base probabilities, with no sampling), ``val_clean_loss`` (binary
+        cross-entropy of the corrected probabilities against the clean validation labels, summed over labels)
+        and ``val_micro_f1`` / ``val_macro_f1`` (at 0.5). The last epoch is kept whatever they say.
+    selection_ : str
+        How the epoch kept was chosen (always the last).
     network_ : torch.nn.Module
         The trained encoder / decoder / copula, on ``device_``.
     device_ : torch.device
@@ -206,6 +214,9 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
         X_clean: Any = None,
         y_clean: Any = None,
         pred_probs_clean: Any = None,
+        X_val: Any = None,
+        y_val: Any = None,
+        pred_probs_val: Any = None,
     ) -> NPCCorrector:
         """Train the encoder and decoder on the base classifier's predictions.
 
@@ -217,6 +228,8 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
             The base classifier's probabilities for X.
         X_clean, y_clean, pred_probs_clean : array-like of shape (m, d), (m, L), (m, L), optional
             A small clean set: features, true 0/1 labels and the base classifier's probabilities.
+        X_val, y_val, pred_probs_val : array-like of shape (v, d), (v, L), (v, L), optional
+            A clean validation set, only recorded in ``history_`` each epoch (it chooses nothing).
 
         Returns
         -------
@@ -224,6 +237,14 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
         """
         self._check_params()
         data = validate_fit(X, pred_probs, X_clean, y_clean, pred_probs_clean)
+        if (X_val is None) != (y_val is None) or (X_val is None) != (pred_probs_val is None):
+            raise ValueError("X_val, y_val and pred_probs_val go together: give all three or none")
+        # the clean-set check of validate_fit checks the validation triple's labels too
+        val = validate_fit(X_val, pred_probs_val, X_val, y_val, pred_probs_val) if X_val is not None else None
+        if val is not None and (val.X.shape[1] != data.X.shape[1] or val.pred_probs.shape[1] != data.pred_probs.shape[1]):
+            raise ValueError(f"X_val, pred_probs_val must have {data.X.shape[1]} features and "
+                             f"{data.pred_probs.shape[1]} labels (as X, pred_probs), got {val.X.shape[1]} and "
+                             f"{val.pred_probs.shape[1]}")
         device = resolve_device(self.device)
         seed = torch_seed_from(check_random_state(self.random_state))
         # Standardised inputs make one learning rate work across feature scales.
@@ -238,7 +259,9 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
                 int(self.hidden_dim),
                 int(self.copula_rank),
             ).to(device)
-            self.loss_history_ = self._train(network, data, device)
+            self.history_ = self._train(network, data, device, val)
+        self.loss_history_ = [entry["loss"] for entry in self.history_]
+        self.selection_ = "last epoch (the validation set, if any, is recorded, not used to choose)"
         self.network_ = network.eval()
         self.n_labels_ = data.pred_probs.shape[1]
         return self
@@ -246,7 +269,25 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
     def _scaled(self, X: np.ndarray, device: torch.device) -> torch.Tensor:
         return to_tensor((X - self.feature_mean_) / self.feature_scale_, device)
 
-    def _train(self, network: _NPCNetwork, data: FitData, device: torch.device) -> list[float]:
+    def _monitor(self, network: _NPCNetwork, val: FitData, device: torch.device) -> dict[str, float]:
+        """The validation entries of ``history_`` (no sampling, so the training draws are not disturbed)."""
+        from lsnpc.metrics import macro_f1, micro_f1
+
+        x, probs = self._scaled(val.X, device), to_tensor(val.pred_probs, device)
+        truth = to_tensor(val.y_clean, device)
+        network.eval()
+        with torch.no_grad():
+            logits = network.encode(x, probs)
+            recon = F.binary_cross_entropy_with_logits(network.decode(x, torch.sigmoid(logits)), probs, reduction="none")
+            loss = (recon.sum(1) + float(self.beta) * _bernoulli_kl(logits, probs)).mean()
+            clean = F.binary_cross_entropy_with_logits(logits, truth, reduction="none").sum(1).mean()
+            corrected = torch.sigmoid(logits).cpu().numpy()
+        network.train()
+        return {"val_loss": float(loss), "val_clean_loss": float(clean),
+                "val_micro_f1": micro_f1(val.y_clean, corrected), "val_macro_f1": macro_f1(val.y_clean, corrected)}
+
+    def _train(self, network: _NPCNetwork, data: FitData, device: torch.device,
+               val: FitData | None = None) -> list[dict[str, float]]:
         x = self._scaled(data.X, device)
         probs = to_tensor(data.pred_probs, device)
         clean = None
@@ -273,9 +314,12 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
                 for batch in minibatches(xc.shape[0], int(self.batch_size)):
                     loss = self._clean_loss(network, xc[batch], yc[batch], pc[batch])
                     self._step(optimiser, loss)
-            history.append(total / count)
+            entry = {"epoch": epoch + 1, "loss": total / count}
+            if val is not None:
+                entry.update(self._monitor(network, val, device))
+            history.append(entry)
             if self.verbose:
-                print(f"NPCCorrector epoch {epoch + 1}/{self.epochs}: loss {history[-1]:.4f}")
+                print(f"NPCCorrector epoch {epoch + 1}/{self.epochs}: loss {entry['loss']:.4f}")
         return history
 
     @staticmethod

@@ -169,8 +169,9 @@ def _read_general(path: Path, header: _Header, wanted: list[int]) -> dict[int, n
 
 def load_mulan(
     arff_path: str | os.PathLike[str],
-    xml_path: str | os.PathLike[str],
+    xml_path: str | os.PathLike[str] | None = None,
     *,
+    label_names: list[str] | None = None,
     name: str | None = None,
     split: str = "train",
     fast: bool = True,
@@ -181,10 +182,12 @@ def load_mulan(
     ----------
     arff_path : path-like
         The ARFF file (dense or sparse).
-    xml_path : path-like
+    xml_path : path-like, optional
         The MULAN XML file whose ``<label name="...">`` elements name the label attributes.
+    label_names : list of str, optional
+        The label attributes' names, instead of ``xml_path`` (give exactly one of the two).
     name : str, optional
-        Data set name for the result; defaults to the XML file's stem.
+        Data set name for the result; defaults to the XML (else the ARFF) file's stem.
     split : str
         Split name for the result.
     fast : bool
@@ -202,14 +205,17 @@ def load_mulan(
         If a label named in the XML is not an attribute of the ARFF file, a label value is not
         0/1, or a label is missing (``?``).
     """
-    arff_path, xml_path = Path(arff_path), Path(xml_path)
-    label_set = set(read_mulan_label_names(xml_path))
+    if (xml_path is None) == (label_names is None):
+        raise ValueError("load_mulan: give exactly one of xml_path (a MULAN XML file) and label_names")
+    arff_path = Path(arff_path)
+    source = Path(xml_path) if xml_path is not None else arff_path
+    label_set = set(read_mulan_label_names(source) if xml_path is not None else label_names or ())
     header = _parse_header(arff_path)
     attr_names = [a for a, _ in header.attributes]
     missing = sorted(label_set - set(attr_names))
     if missing:
         raise ValueError(
-            f"{xml_path.name} names labels that are not attributes of {arff_path.name}: {missing[:10]}"
+            f"{source.name} names labels that are not attributes of {arff_path.name}: {missing[:10]}"
         )
     label_cols = [j for j, a in enumerate(attr_names) if a in label_set]
     feature_cols = [  # numeric or nominal; string and date attributes are not features
@@ -237,7 +243,7 @@ def load_mulan(
         X=X,
         Y=Y.astype(np.int64),
         label_names=[attr_names[j] for j in label_cols],
-        name=name if name is not None else xml_path.stem,
+        name=name if name is not None else source.stem,
         split=split,
         kind="features",
         feature_names=[attr_names[j] for j in feature_cols],

@@ -7,11 +7,20 @@ config parser, the runner and the command line read this registry; no other modu
 
 Estimators are imported only when built, so reading the registry (e.g. to validate a config) never
 imports torch.
+
+The registry is open: where a config names a component, a ``module:attribute`` import path
+(``mymodels:MyClassifier``, or ``path/to/file.py:MyClassifier``) names a class or factory of the
+researcher's own, resolved by :func:`get_component` through the same door as the built-in names (see
+docs/extending.md). The noise kinds of a grid resolve the same way (:func:`get_noise`).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import inspect
+import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -24,6 +33,11 @@ __all__ = [
     "POST_PROCESSORS",
     "RUNNER_OPTIONS",
     "get_component",
+    "get_noise",
+    "accepts",
+    "is_import_path",
+    "resolve_import_path",
+    "NOISE_KINDS",
 ]
 
 #: Keys of a post-processor's ``params`` that steer the runner rather than the estimator.
@@ -57,8 +71,12 @@ class Component:
     clean_set, select_on : bool, str
         The runner options' defaults for a post-processor (see :data:`RUNNER_OPTIONS`).
     takes_encoder : bool
-        Whether the runner options ``encoder: classifier`` and ``noisy_labels: true`` apply (LSNPC's
-        variants: a data encoder to start from the trunk, and ``fit(labels=...)``).
+        Whether the runner option ``encoder: classifier`` applies (LSNPC's variants: a data encoder to
+        start from the trunk).
+    noisy_labels : bool
+        The runner option ``noisy_labels``' default: whether ``fit`` gets the training rows' noisy labels.
+    takes_labels : bool or None
+        Whether ``fit`` takes ``labels=`` (so ``noisy_labels: true`` applies); None: as ``takes_encoder``.
     """
 
     name: str
@@ -69,6 +87,13 @@ class Component:
     clean_set: bool = False
     select_on: str = "none"
     takes_encoder: bool = False
+    noisy_labels: bool = False
+    takes_labels: bool | None = None
+
+    @property
+    def accepts_labels(self) -> bool:
+        """Whether ``fit`` takes the training rows' noisy labels (``labels=``)."""
+        return self.takes_encoder if self.takes_labels is None else self.takes_labels
 
     def build(self, params: Mapping[str, Any], *, random_state: int, device: str) -> Any:
         """The estimator for ``params`` (estimator parameters only, no runner option); None for ``none``."""
@@ -82,7 +107,7 @@ class Component:
         """
         estimator_params = dict(params)
         options: dict[str, Any] = {"clean_set": self.clean_set, "select_on": self.select_on, "encoder": None,
-                                   "noisy_labels": False}
+                                   "noisy_labels": self.noisy_labels}
         if self.role == "post_processor":
             for key in RUNNER_OPTIONS:
                 if key in estimator_params:
@@ -97,8 +122,9 @@ class Component:
             raise ValueError(f"encoder: {self.name} has no data encoder to start from the classifier's trunk")
         if not isinstance(options["noisy_labels"], bool):
             raise ValueError(f"noisy_labels: must be true or false, got {options['noisy_labels']!r}")
-        if options["noisy_labels"] and not self.takes_encoder:
-            raise ValueError(f"noisy_labels: {self.name} takes no training labels (only LSNPC's variants do)")
+        if options["noisy_labels"] and not self.accepts_labels:
+            raise ValueError(f"noisy_labels: {self.name} takes no training labels (its fit has no labels= "
+                             "parameter)")
         return options, estimator_params
 
 
@@ -156,6 +182,10 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType({c.name: c for c in (
     Component("lsnpc-paper", "post_processor", "LSNPC (paper)",
               "LSNPC.paper(): the authors' recipe, epoch chosen on clean val0", _lsnpc(paper=True),
               select_on="clean", takes_encoder=True),
+    Component("count-threshold", "post_processor", "base @ count threshold",
+              "the base model's probabilities at the threshold its noisy labels' count implies (no correction)",
+              _estimator("lsnpc.baselines", "CountThreshold", device=False), noisy_labels=True,
+              takes_labels=True),
 )})
 
 #: Classifier names in registry order.
@@ -164,14 +194,168 @@ CLASSIFIERS: tuple[str, ...] = tuple(n for n, c in COMPONENTS.items() if c.role 
 POST_PROCESSORS: tuple[str, ...] = tuple(n for n, c in COMPONENTS.items() if c.role == "post_processor")
 
 
+def is_import_path(name: Any) -> bool:
+    """Whether ``name`` is a ``module:attribute`` import path (``pkg.mod:Thing`` or ``file.py:Thing``)."""
+    if not isinstance(name, str) or name.count(":") != 1:
+        return False
+    module, attribute = name.split(":")
+    return bool(module) and attribute.isidentifier() and not (len(module) == 1 and module.isalpha())
+
+
+def _import_module(module: str) -> Any:
+    """Import ``module``: a dotted module name (found on ``sys.path``, the current directory first when it
+    is not there, so a researcher's module beside their grid is found wherever the grid runs) or a
+    ``.py`` file path."""
+    if module.endswith(".py"):
+        path = os.path.abspath(module)
+        if not os.path.isfile(path):
+            raise ValueError(f"file {module!r} does not exist")
+        key = "lsnpc_user_" + "".join(c if c.isalnum() else "_" for c in path)
+        if key not in sys.modules:  # one module object per file, as import gives one per name
+            spec = importlib.util.spec_from_file_location(key, path)
+            if spec is None or spec.loader is None:
+                raise ValueError(f"file {module!r} cannot be imported as a Python module")
+            loaded = importlib.util.module_from_spec(spec)
+            sys.modules[key] = loaded
+            try:
+                spec.loader.exec_module(loaded)
+            except BaseException:
+                del sys.modules[key]
+                raise
+        return sys.modules[key]
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.append(cwd)  # after the installed packages: a local file never shadows a library
+    return importlib.import_module(module)
+
+
+def resolve_import_path(path: str, what: str) -> Any:
+    """The object a ``module:attribute`` import path names.
+
+    Raises ValueError naming ``what`` (e.g. "post-processor") and the path when the module cannot be
+    imported or has no such attribute; an error the module itself raises while importing is named too.
+    """
+    if not is_import_path(path):
+        raise ValueError(f"{what} {path!r}: expected an import path 'module:attribute' "
+                         "(e.g. 'mymodels:MyClassifier' or 'path/to/file.py:MyClassifier')")
+    module_name, attribute = path.split(":")
+    try:
+        module = _import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"{what} {path!r}: cannot import module {module_name!r} ({exc}); put it in the "
+                         "directory lsnpc runs from or on PYTHONPATH, or give a file path 'file.py:name'") from None
+    except ValueError as exc:
+        raise ValueError(f"{what} {path!r}: {exc}") from None
+    except Exception as exc:  # the user's module failed while importing: say so, with its error
+        raise ValueError(f"{what} {path!r}: importing {module_name!r} raised "
+                         f"{type(exc).__name__}: {exc}") from exc
+    if not hasattr(module, attribute):
+        raise ValueError(f"{what} {path!r}: module {module_name!r} has no attribute {attribute!r}")
+    return getattr(module, attribute)
+
+
+def accepts(target: Any, parameter: str) -> bool:
+    """Whether calling ``target`` (a class or function) accepts the keyword ``parameter``."""
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return False
+    return parameter in signature.parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+
+
+def _user_factory(target: Any) -> Factory:
+    """A factory calling ``target(**params)``, adding ``random_state`` and ``device`` where it takes them."""
+
+    def build(params: dict[str, Any], random_state: int, device: str) -> Any:
+        extra: dict[str, Any] = {}
+        if "random_state" not in params and accepts(target, "random_state"):
+            extra["random_state"] = random_state
+        if "device" not in params and accepts(target, "device"):
+            extra["device"] = device
+        return target(**params, **extra)
+
+    return build
+
+
+def _user_component(path: str, role: str) -> Component:
+    """The component a researcher's ``module:attribute`` names: a class or factory whose instances
+    honour the classifier (``fit(X, Y)``, ``predict_proba(X)``) or post-processor (``fit(X, pred_probs,
+    ...)``, ``predict_proba(X, pred_probs)``) interface."""
+    what = role.replace("_", "-")
+    target = resolve_import_path(path, what)
+    if not callable(target):
+        raise ValueError(f"{what} {path!r}: must name a class or a function that builds the estimator, "
+                         f"got {type(target).__name__}")
+    fit = getattr(target, "fit", None)
+    takes_labels = fit is not None and accepts(fit, "labels")
+    title = getattr(target, "title", None)
+    return Component(path, role, title if isinstance(title, str) else path.split(":")[1],
+                     (inspect.getdoc(target) or path).splitlines()[0], _user_factory(target),
+                     takes_labels=takes_labels)
+
+
 def get_component(name: str, role: str | None = None) -> Component:
     """The component called ``name`` (of ``role``, "classifier" or "post_processor", when given).
 
-    Raises ValueError listing the names there are.
+    ``name`` is a built-in name or a ``module:attribute`` import path of the researcher's own (then
+    ``role`` is required: what the object is used as).
+
+    Raises ValueError listing the names there are, or saying why an import path does not resolve.
     """
+    if role is not None and is_import_path(name):
+        return _user_component(name, role)
     component = COMPONENTS.get(name) if isinstance(name, str) else None
     if component is None or (role is not None and component.role != role):
         names = CLASSIFIERS if role == "classifier" else POST_PROCESSORS if role else tuple(COMPONENTS)
         what = (role or "component").replace("_", "-")
-        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(names)}")
+        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(names)}, or an import path "
+                         "'module:attribute' of your own (see docs/extending.md)")
     return component
+
+
+#: The built-in noise kinds (:func:`lsnpc.noise.simulate_noise`); a grid may also name an import path.
+NOISE_KINDS: tuple[str, ...] = ("symmetric", "pairflip", "flip")
+
+NoiseFunction = Callable[[Any, float, int], tuple[Any, dict[str, Any]]]
+
+
+def get_noise(kind: str) -> NoiseFunction:
+    """The noise process a grid's ``kind`` names, as ``noise(Y, rate, seed) -> (Y_noisy, report dict)``.
+
+    A built-in kind is :func:`lsnpc.noise.simulate_noise`; a ``module:attribute`` path names a function
+    ``f(Y, rate, random_state)`` returning the noisy labels (or ``(noisy labels, report)``), where
+    ``Y`` is the clean (n, L) 0/1 matrix and ``random_state`` an int seed.
+
+    Raises ValueError naming the kinds there are, or saying why an import path does not resolve.
+    """
+    if kind in NOISE_KINDS:
+        def simulate(Y: Any, rate: float, seed: int) -> tuple[Any, dict[str, Any]]:
+            from lsnpc.noise import simulate_noise
+
+            noisy, report = simulate_noise(Y, kind, rate, random_state=seed)
+            return noisy, report.to_dict()
+
+        return simulate
+    if not is_import_path(kind):
+        raise ValueError(f"unknown noise kind {kind!r}; known: {', '.join(NOISE_KINDS)}, or an import path "
+                         "'module:function' of your own (see docs/extending.md)")
+    function = resolve_import_path(kind, "noise kind")
+    if not callable(function):
+        raise ValueError(f"noise kind {kind!r}: must name a function f(Y, rate, random_state), "
+                         f"got {type(function).__name__}")
+
+    def custom(Y: Any, rate: float, seed: int) -> tuple[Any, dict[str, Any]]:
+        import numpy as np
+
+        out = function(Y, rate, random_state=seed)
+        noisy, report = (out if isinstance(out, tuple) and len(out) == 2 else (out, {}))
+        noisy = np.asarray(noisy)
+        if noisy.shape != np.shape(Y):
+            raise ValueError(f"noise kind {kind!r} returned labels of shape {noisy.shape}; expected the clean "
+                             f"labels' shape {np.shape(Y)}")
+        changed = float(np.mean(noisy != np.asarray(Y))) if noisy.size else 0.0
+        report = {"kind": kind, "rate": rate, "realised_rate": changed, **dict(report or {})}
+        return noisy.astype(np.int64), report
+
+    return custom

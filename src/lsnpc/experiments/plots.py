@@ -2,10 +2,16 @@
 
 - F1 against noise rate, one line per post-processor, error bars = std over seeds
   (one figure per data set × noise kind × classifier; the clean rate-0 runs appear on every kind).
+- The paper's Figure 2: the NPC extension's training analysis (training loss, validation losses,
+  validation micro-F1 per epoch), from NPC runs that watched a clean validation set.
 - The ν0 × ν sensitivity heat map (runs whose post-processor params name ``nu0`` and ``nu``, or a
-  learned ν), like the paper's Figure 3.
+  learned ν), like the paper's Figure 4.
 - Training curves from the post-processors' recorded ``history`` (first seed), at their real epoch
-  numbers (LSNPC's warm start is epoch 0).
+  numbers (LSNPC's warm start is epoch 0), every one of them.
+- The paper's Figure 3: where some runs trained on the clean set (semi-supervised), micro- and macro-F1 of
+  every post-processor as grouped bars per base classifier and noise rate, error bars = std over seeds.
+(Its Figure 5 is ``lsnpc gradcam``.) Files are named ``figure2_*``, ``figure3_*``, ``figure4_*`` for the
+paper's figures.
 """
 
 from __future__ import annotations
@@ -18,9 +24,8 @@ from typing import Any
 
 from lsnpc._io import atomic_path
 
-__all__ = ["draw_all", "plot_f1_vs_noise", "plot_sensitivity", "plot_histories", "history_series"]
-
-MAX_HISTORY_FIGURES = 12
+__all__ = ["draw_all", "history_series", "plot_f1_vs_noise", "plot_histories", "plot_npc_training",
+           "plot_semi_supervised", "plot_sensitivity"]
 
 
 def _pyplot() -> Any:
@@ -50,16 +55,21 @@ def plot_f1_vs_noise(df: Any, out_dir: Path) -> list[Path]:
     clean = df[df["noise_rate"] == 0]
     for (dataset, kind, clf), sub in df[df["noise_rate"] > 0].groupby(["dataset", "noise_kind", "classifier"]):
         sub = pd.concat([sub, clean[(clean["dataset"] == dataset) & (clean["classifier"] == clf)]])
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
         for ax, metric in zip(axes, ("micro_f1", "macro_f1"), strict=True):
             for proc, rows in sub.groupby("processor"):
                 agg = rows.groupby("noise_rate")[metric].agg(["mean", "std"]).fillna(0.0)
                 ax.errorbar(100 * agg.index, 100 * agg["mean"], yerr=100 * agg["std"], marker="o",
-                            capsize=3, label=proc)
+                            markersize=7, capsize=4, label=proc)
+            rates = sorted(100 * sub["noise_rate"].unique())
+            if len(rates) == 1:  # one setting: a column of points, centred, not on the axes' edge
+                ax.set_xlim(rates[0] - 10, rates[0] + 10)
+                ax.set_xticks(rates)
             ax.set_xlabel("noise rate (%)")
             ax.set_ylabel(f"{metric.replace('_', '-')} (%)")
             ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=8)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", fontsize=8)  # beside the plots, hiding no point
         fig.suptitle(f"{dataset}, {kind} noise, base {clf}")
         path = out_dir / f"f1_vs_noise_{_slug(dataset, kind, clf)}.png"
         _save(fig, path)
@@ -107,8 +117,8 @@ def plot_sensitivity(df: Any, out_dir: Path) -> list[Path]:
             ax.set_ylabel("ν0")
             ax.set_title(metric.replace("_", "-") + " (%)")
             fig.colorbar(image, ax=ax)
-        fig.suptitle(f"sensitivity: {dataset}, {kind} {100 * rate:g}%, base {clf}")
-        path = out_dir / f"sensitivity_{_slug(dataset, kind, rate, clf)}.png"
+        fig.suptitle(f"Fig. 4, sensitivity: {dataset}, {kind} {100 * rate:g}%, base {clf}")
+        path = out_dir / f"figure4_sensitivity_{_slug(dataset, kind, rate, clf)}.png"
         _save(fig, path)
         plt.close(fig)
         paths.append(path)
@@ -167,8 +177,6 @@ def plot_histories(df: Any, out_dir: Path) -> list[Path]:
     paths = []
     rows = df[df["history"].notna()].sort_values("seed")
     for (dataset, clf, proc), sub in rows.groupby(["dataset", "classifier", "processor"]):
-        if len(paths) >= MAX_HISTORY_FIGURES:
-            break
         first_seed = sub[sub["seed"] == sub["seed"].min()]
         curves = [(f"{r.noise_kind} {100 * r.noise_rate:g}%", history_series(r.history))
                   for r in first_seed.itertuples()]
@@ -194,8 +202,82 @@ def plot_histories(df: Any, out_dir: Path) -> list[Path]:
     return paths
 
 
+NPC_PANELS = (("training loss", (("loss", "training"),)),
+              ("validation loss", (("val_loss", "noisy objective"), ("val_clean_loss", "against clean labels"))),
+              ("validation micro-F1", (("val_micro_f1", "micro-F1"),)))
+
+
+def plot_npc_training(df: Any, out_dir: Path) -> list[Path]:
+    """The paper's Figure 2: per NPC run that watched a clean validation set (first seed of each data set,
+    noise and classifier), its training loss, validation losses and validation micro-F1 per epoch, in
+    three columns; PNG paths."""
+    if "history" not in df.columns or "processor_name" not in df.columns:
+        return []
+    plt = _pyplot()
+    runs = df[(df["processor_name"] == "npc") & df["history"].notna()].sort_values("seed")
+    paths = []
+    for (dataset, kind, rate, clf, proc), sub in runs.groupby(["dataset", "noise_kind", "noise_rate", "classifier",
+                                                               "processor"]):
+        series = history_series(sub.iloc[0]["history"])
+        if "val_loss" not in series:  # NPC ran without a validation set to watch
+            continue
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
+        for ax, (title, keys) in zip(axes, NPC_PANELS, strict=True):
+            for key, label in keys:
+                if key in series:
+                    ax.plot(*series[key], marker=".", label=label)
+            ax.set_xlabel("epoch")
+            ax.set_title(title)
+            ax.grid(alpha=0.3)
+            if len(keys) > 1:
+                ax.legend(fontsize=8)
+        fig.suptitle(f"Fig. 2: NPC extension on {dataset}, {kind} {100 * rate:g}%, base {clf} ({proc})")
+        path = out_dir / f"figure2_{_slug(dataset, kind, rate, clf, proc)}.png"
+        _save(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def plot_semi_supervised(df: Any, out_dir: Path) -> list[Path]:
+    """The paper's Figure 3, where the results hold semi-supervised runs (``clean_set_used``): per data set and
+    noise kind, micro-F1 (top) and macro-F1 (bottom) of every post-processor as grouped bars over (base
+    classifier, noise rate), error bars the std over seeds; PNG paths."""
+    if "clean_set_used" not in df.columns or not df["clean_set_used"].fillna(False).astype(bool).any():
+        return []
+    import numpy as np
+
+    plt = _pyplot()
+    paths = []
+    for (dataset, kind), sub in df[df["noise_rate"] > 0].groupby(["dataset", "noise_kind"]):
+        groups = sorted({(c, r) for c, r in zip(sub["classifier"], sub["noise_rate"], strict=True)})
+        processors = sorted(sub["processor"].unique(), key=lambda p: (p != "none", p))
+        width = 0.8 / max(1, len(processors))
+        fig, axes = plt.subplots(2, 1, figsize=(max(6.0, 1.2 * len(groups) * len(processors) / 2 + 3), 6.5),
+                                 layout="constrained", sharex=True)
+        for ax, metric in zip(axes, ("micro_f1", "macro_f1"), strict=True):
+            stats = sub.groupby(["classifier", "noise_rate", "processor"])[metric].agg(["mean", "std"]).fillna(0.0)
+            for i, proc in enumerate(processors):
+                means = [100 * stats["mean"].get((c, r, proc), np.nan) for c, r in groups]
+                stds = [100 * stats["std"].get((c, r, proc), 0.0) for c, r in groups]
+                ax.bar(np.arange(len(groups)) + (i - (len(processors) - 1) / 2) * width, means, width, yerr=stds,
+                       capsize=2, label=proc)
+            ax.set_ylabel(f"{metric.replace('_', '-')} (%)")
+            ax.grid(alpha=0.3, axis="y")
+        axes[1].set_xticks(range(len(groups)), [f"{c}\n{100 * r:g}%" for c, r in groups])
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+        fig.suptitle(f"Fig. 3, unsupervised and semi-supervised: {dataset}, {kind} noise")
+        path = out_dir / f"figure3_{_slug(dataset, kind)}.png"
+        _save(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
 def draw_all(df: Any, out_dir: str | Path) -> list[Path]:
     """Every figure that the results support; returns the PNG paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [*plot_f1_vs_noise(df, out), *plot_sensitivity(df, out), *plot_histories(df, out)]
+    return [*plot_f1_vs_noise(df, out), *plot_npc_training(df, out), *plot_semi_supervised(df, out),
+            *plot_sensitivity(df, out), *plot_histories(df, out)]

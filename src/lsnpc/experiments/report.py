@@ -27,10 +27,26 @@ METRIC_TITLES = {"macro_f1": "macro-F1", "micro_f1": "micro-F1", "map": "mAP", "
 BASE = "none"
 
 
+def _sweep_key(label: str) -> tuple[tuple[int, float, str], ...]:
+    """A sweep label's values (``lsnpc[nu0=10,nu=2.01]``) as a sort key: numbers by value (2.01 before 10),
+    then words (``learned``)."""
+    inside = label.partition("[")[2].rstrip("]")
+    key = []
+    for part in inside.split(",") if inside else []:
+        value = part.partition("=")[2]
+        try:
+            key.append((0, float(value), ""))
+        except ValueError:
+            key.append((1, 0.0, value))
+    return tuple(key)
+
+
 def _processor_order(labels: list[str]) -> list[str]:
-    def key(label: str) -> tuple[int, str]:
+    """Registry order, then the researcher's own by name; a sweep's rows by their values, numerically."""
+    def key(label: str) -> tuple[int, str, tuple[tuple[int, float, str], ...], str]:
         name = label.split("[", 1)[0]
-        return (POST_PROCESSORS.index(name) if name in POST_PROCESSORS else len(POST_PROCESSORS), label)
+        rank = POST_PROCESSORS.index(name) if name in POST_PROCESSORS else len(POST_PROCESSORS)
+        return (rank, name, _sweep_key(label), label)
 
     return sorted(labels, key=key)
 
@@ -88,10 +104,15 @@ def base_model_notes(df: Any) -> list[str]:
         if "n_fallback_labels" in sub and sub["n_fallback_labels"].notna().any():
             fell = sub[sub["n_fallback_labels"].fillna(0) > 0]
             if len(fell):
-                labels = ", ".join(sorted({f"{int(n)} of {int(m)}" for n, m
-                                           in zip(fell["n_fallback_labels"], fell["n_labels"], strict=True)}))
-                parts.append(f"fell back to the base model's probabilities in {len(fell)} of {len(sub)} runs "
-                             f"(for {labels} labels)")
+                per_set = []
+                for dataset, runs in fell.groupby("dataset"):
+                    low, high = int(runs["n_fallback_labels"].min()), int(runs["n_fallback_labels"].max())
+                    span = f"{low}" if low == high else f"{low} to {high}"
+                    per_set.append(f"{dataset}: {len(runs)} of {int((sub['dataset'] == dataset).sum())} runs, "
+                                   f"{span} of its {int(runs['n_labels'].max())} labels a run")
+                parts.append("answered some labels with the base model's own probabilities (no confidently "
+                             f"positive or no confidently negative training row for them) in {len(fell)} of "
+                             f"{len(sub)} runs ({'; '.join(per_set)})")
         joined = sub[keys + metrics].merge(base, on=keys, how="left", suffixes=("", "_base"))
         same = pd.Series(True, index=joined.index)
         for m in metrics:

@@ -20,18 +20,21 @@ Protocol (the paper's, Section 5.1 and the reference code):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import subprocess
 import time
 import traceback
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lsnpc.experiments.components import get_component
+from lsnpc.experiments.components import accepts, get_component, get_noise
 from lsnpc.experiments.config import ComponentSpec, DatasetSpec
 from lsnpc.experiments.grid import GroupTask, RunSpec
 from lsnpc.experiments.store import ResultsStore
@@ -91,7 +94,7 @@ def prefetch_features(tasks: list[GroupTask], threads: int | None = None) -> Non
     cached instead of each encoding them (GoEmotions' 48k texts take half an hour on one core).
     Failures are left for the groups to report.
     """
-    from lsnpc.data import get_dataset_info, load_dataset
+    from lsnpc.experiments.sources import dataset_kind, load_split
 
     seen: list[DatasetSpec] = []
     for task in tasks:
@@ -100,10 +103,10 @@ def prefetch_features(tasks: list[GroupTask], threads: int | None = None) -> Non
             continue
         seen.append(spec)
         try:
-            if get_dataset_info(spec.name).kind == "features":
+            if dataset_kind(spec) == "features":
                 continue
             for split in ("train", "test"):
-                _features(load_dataset(spec.name, split, data_home=spec.data_home), spec, task.device, threads)
+                _features(load_split(spec, split), spec, task.device, threads)
         except Exception:  # noqa: S112 - the group will raise the same error with its run ids
             continue
 
@@ -126,13 +129,13 @@ def _subsample(idx: np.ndarray, limit: int | None, seed: int, purpose: str) -> n
 
 
 def _prepare(task: GroupTask, threads: int | None = None) -> _GroupData:
-    from lsnpc.data import load_dataset, paper_splits
-    from lsnpc.noise import simulate_noise
+    from lsnpc.data import paper_splits
+    from lsnpc.experiments.sources import load_split
 
     start = time.perf_counter()
     spec, seed = task.dataset, task.seed
-    train_set = load_dataset(spec.name, "train", data_home=spec.data_home)
-    test_set = load_dataset(spec.name, "test", data_home=spec.data_home)
+    train_set = load_split(spec, "train")
+    test_set = load_split(spec, "test")
     X_all = _features(train_set, spec, task.device, threads)
     X_test = _features(test_set, spec, task.device, threads)
     Y_all = np.asarray(train_set.Y, dtype=np.int64)
@@ -146,10 +149,7 @@ def _prepare(task: GroupTask, threads: int | None = None) -> _GroupData:
     # Noise is drawn once over the whole training split, so a run's noisy labels do not depend on
     # max_train (a subsample just sees fewer of the same noisy rows).
     if task.noise.rate > 0:
-        Y_noisy_all, report = simulate_noise(
-            Y_all, task.noise.kind, task.noise.rate, random_state=derive_seed(seed, "noise")
-        )
-        noise_report = report.to_dict()
+        Y_noisy_all, noise_report = get_noise(task.noise.kind)(Y_all, task.noise.rate, derive_seed(seed, "noise"))
     else:
         Y_noisy_all, noise_report = Y_all.copy(), {"kind": task.noise.kind, "rate": 0.0}
     return _GroupData(
@@ -215,12 +215,29 @@ def source_revision() -> str | None:
 # ----------------------------------------------------------------------------- the group
 
 
+def run_name(run: RunSpec, *, processor: bool = True) -> str:
+    """How a warning or error names a run: its id and what it is."""
+    what = f"{run.dataset.label}, {run.noise.kind} {100 * run.noise.rate:g}%, seed {run.seed}, {run.classifier.label}"
+    return f"run {run.run_id} ({what} + {run.processor.label})" if processor else f"{what} (base classifier)"
+
+
+@contextlib.contextmanager
+def _named_warnings(where: str) -> Iterator[None]:
+    """Re-issue the warnings raised in the body with ``where`` in front, so that a warning printed while a
+    grid runs says which run raised it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        warnings.warn_explicit(f"{where}: {warning.message}", warning.category, warning.filename, warning.lineno)
+
+
 def _run_processor(
     run: RunSpec, data: _GroupData, classifier: Any, probs: dict[str, np.ndarray], threads: int | None
 ) -> dict[str, Any]:
     from lsnpc.metrics import evaluate
 
-    options, _ = get_component(run.processor.name).split_params(run.processor.params)
+    options, _ = get_component(run.processor.name, "post_processor").split_params(run.processor.params)
     processor = make_processor(run.processor, seed=run.seed, device=run.device, classifier=classifier)
     processor = _with_threads(processor, threads, run.processor.params)
     history: Any = None
@@ -320,8 +337,11 @@ def run_group(
             classifier = _with_threads(make_classifier(spec, seed=task.seed, device=task.device), threads,
                                        spec.params)
             # The base classifier sees noisy labels only, validation included.
-            classifier.fit(data.X["train"], data.Y_noisy["train"],
-                           X_val=data.X["val0"], y_val=data.Y_noisy["val0"])
+            with _named_warnings(run_name(runs[0], processor=False)):
+                # noisy validation labels choose the epoch where fit takes them (a user's model may not)
+                validation = ({"X_val": data.X["val0"], "y_val": data.Y_noisy["val0"]}
+                              if accepts(classifier.fit, "X_val") else {})
+                classifier.fit(data.X["train"], data.Y_noisy["train"], **validation)
             classifier_s = time.perf_counter() - start
             probs = {part: classifier.predict_proba(data.X[part]) for part in ("train", "val0", "val1", "test")}
         except Exception:
@@ -332,7 +352,8 @@ def run_group(
             continue
         for run in runs:
             try:
-                row = _run_processor(run, data, classifier, probs, threads)
+                with _named_warnings(run_name(run)):
+                    row = _run_processor(run, data, classifier, probs, threads)
             except Exception:
                 if raise_errors:
                     raise

@@ -16,9 +16,11 @@ class DatasetSpec:
     Attributes
     ----------
     name : str
-        A name known to :func:`lsnpc.data.load_dataset` (``synthetic``, ``scene``, ``goemotions``...).
+        A name known to :func:`lsnpc.data.load_dataset` (``synthetic``, ``scene``, ``goemotions``...), a
+        file path (.arff, .csv, .npz) or a ``module:attribute`` import path (see
+        :mod:`lsnpc.experiments.sources`).
     label : str
-        How results and reports name it (default: ``name``); distinct labels let one data set
+        How results and reports name it (default: ``name``, a file's stem); distinct labels let one data set
         appear twice, e.g. with two feature encoders.
     data_home : str or None
         Where the data lives (None: the library's default data home).
@@ -34,6 +36,10 @@ class DatasetSpec:
     overrides : dict
         Per-component hyper-parameters for this data set only: ``{component name or label: {param:
         value}}``; they update the component's own ``params``.
+    test : str or None
+        A file data set's test file (None: a fixed quarter of ``name``'s rows).
+    labels : int, list of str or None
+        Which columns of a file data set are labels (see :mod:`lsnpc.experiments.sources`).
     """
 
     name: str
@@ -45,6 +51,8 @@ class DatasetSpec:
     max_train: int | None = None
     max_test: int | None = None
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    test: str | None = None
+    labels: int | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -56,6 +64,10 @@ class DatasetSpec:
             "batch_size": self.batch_size, "cache_dir": self.cache_dir,
             "max_train": self.max_train, "max_test": self.max_test,
             "overrides": {k: dict(v) for k, v in self.overrides.items()},
+            # only when set, so that the run ids of registry data sets stay what they were
+            **({"test": self.test} if self.test is not None else {}),
+            **({"labels": self.labels if isinstance(self.labels, int) else list(self.labels)}
+               if self.labels is not None else {}),
         }
 
 

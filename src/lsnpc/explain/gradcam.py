@@ -33,7 +33,13 @@ from ..corrector import LSNPC
 from ..corrector.model import LatentShiftModel
 from ..corrector.montecarlo import monte_carlo_design
 
-__all__ = ["resnet_backbone", "grad_cam", "classifier_cams", "corrected_cams", "corrected_probabilities"]
+__all__ = ["resnet_backbone", "grad_cam", "classifier_cams", "corrected_cams", "corrected_probabilities",
+           "collapse_message", "COLLAPSE_SPREAD"]
+
+#: A correction whose probabilities differ across an image's labels by less than this (median over images)
+#: has collapsed: it says the same for every label (an under-trained fit gives p ≈ 0.4 everywhere), so its
+#: maps explain no decision.
+COLLAPSE_SPREAD = 0.05
 
 ScoreFunction = Callable[[torch.Tensor], torch.Tensor]
 
@@ -250,6 +256,20 @@ def corrected_probabilities(corrector: LSNPC, images: Any, pred_probs: Any, *, s
         return _correction(model, x.to(noisy.device), noisy, corrector.predict_feed, draws).cpu().numpy()
 
 
+def collapse_message(corrected: Any) -> str | None:
+    """Why the correction ``corrected`` (n, L) explains nothing, or None: its probabilities barely vary across
+    each image's labels (median spread below :data:`COLLAPSE_SPREAD`)."""
+    probs = check_probabilities(corrected, "corrected")
+    if probs.shape[1] < 2:
+        return None
+    spread = float(np.median(probs.max(1) - probs.min(1)))
+    if spread >= COLLAPSE_SPREAD:
+        return None
+    return (f"the correction has collapsed: its probabilities are nearly the same for every label (p ≈ "
+            f"{float(np.median(probs)):.2f}; across an image's labels they differ by {spread:.3f}, median over "
+            f"{len(probs)} images), so its maps explain no decision; train it longer or check its fit")
+
+
 def corrected_cams(
     corrector: LSNPC,
     images: Any,
@@ -269,6 +289,9 @@ def corrected_cams(
     The Monte-Carlo draws are the model's own (those of ``predict_proba``); ``seed`` / ``n_samples``
     (default ``corrector.n_samples``) draw another design instead.
 
+    A correction that has collapsed (the same probability for every label, :func:`collapse_message`) gets a
+    warning: its maps are blank or arbitrary.
+
     The map explains the correction itself: the blend (1 − w) · corrected + w · base scales its
     dependence on the image by 1 − w, which the normalisation removes; with w = 1 (the fit handed back
     the base model, ``base_weight_``) a warning says the correction is not what ``predict_proba`` returns.
@@ -278,6 +301,10 @@ def corrected_cams(
     if corrector.base_weight_ == 1.0:
         warnings.warn("the fit hands back the base model's probabilities (base_weight_ 1): these maps "
                       "explain a correction that predict_proba does not return", UserWarning, stacklevel=2)
+    with _eval_mode(model), torch.no_grad():
+        message = collapse_message(_correction(model, x.to(noisy.device), noisy, corrector.predict_feed, draws).cpu().numpy())
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=2)
 
     def score(images_: torch.Tensor) -> torch.Tensor:
         return _correction(model, images_.to(noisy.device), noisy, corrector.predict_feed, draws)
