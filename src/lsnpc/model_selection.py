@@ -35,6 +35,16 @@ def multilabel_folds(labels: np.ndarray, n_splits: int, random_state: Any = None
     if n_splits > len(labels):
         raise ValueError(f"cv={n_splits} folds need at least {n_splits} samples, got {len(labels)}")
     seed = int(check_random_state(random_state).integers(2**31 - 1))
+    labels = np.asarray(labels)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        # iterative stratification refuses a single column ("binary"); on one label it is plain stratification
+        from sklearn.model_selection import KFold, StratifiedKFold
+
+        column = labels[:, 0]
+        counts = np.bincount(column.astype(np.int64), minlength=2)
+        splitter = (StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed) if counts.min() >= n_splits
+                    else KFold(n_splits=n_splits, shuffle=True, random_state=seed))
+        return [(train, test) for train, test in splitter.split(np.zeros((len(labels), 1)), column)]
     splitter = MultilabelStratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
     return [(train, test) for train, test in splitter.split(np.zeros((len(labels), 1)), labels)]
 

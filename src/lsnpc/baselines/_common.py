@@ -80,8 +80,8 @@ class PostProcessorMixin:
     def _validate_predict(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
         check_is_fitted(self, "n_labels_")
         X, pred_probs = _check_pair(X, pred_probs, "X", "pred_probs")
-        check_n_features(X, "X", self.n_features_in_, "features")
-        check_n_features(pred_probs, "pred_probs", self.n_labels_, "labels")
+        check_n_features(X, "X", self.n_features_in_, "features", type(self).__name__)
+        check_n_features(pred_probs, "pred_probs", self.n_labels_, "labels", type(self).__name__)
         return X, pred_probs
 
     def predict_proba(self, X: Any, pred_probs: Any) -> np.ndarray:  # pragma: no cover - abstract

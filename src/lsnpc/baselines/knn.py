@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 
 from lsnpc._validation import check_in_choices, check_random_state, check_scalar
+from lsnpc._sklearn import PostProcessorTagsMixin
 from lsnpc.baselines._common import PostProcessorMixin, validate_fit
 
 __all__ = ["KNNCorrector"]
@@ -56,7 +57,7 @@ def _vote(dist: np.ndarray, targets: np.ndarray, valid: np.ndarray, weights: str
     return np.divide((w * targets).sum(axis=1), total, out=out, where=total > 0)
 
 
-class KNNCorrector(PostProcessorMixin, BaseEstimator):
+class KNNCorrector(PostProcessorTagsMixin, PostProcessorMixin, BaseEstimator):
     """Per-label k-NN vote over confidently predicted (and clean) samples.
 
     Parameters

@@ -47,6 +47,7 @@ from torch.nn import functional as F
 from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import check_bool, check_random_state, check_scalar
+from lsnpc._sklearn import PostProcessorTagsMixin
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
 
 __all__ = ["NPCCorrector"]
@@ -114,7 +115,7 @@ def _bernoulli_kl(logits: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
     return kl.sum(dim=1)
 
 
-class NPCCorrector(PostProcessorMixin, BaseEstimator):
+class NPCCorrector(PostProcessorTagsMixin, PostProcessorMixin, BaseEstimator):
     """Multilabel NPC: a VAE with the true labels as latent variable (see the module docstring).
 
     Parameters

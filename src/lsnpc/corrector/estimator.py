@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator
 from torch import nn
 
 from .._numerics import standardization
+from .._sklearn import PostProcessorTagsMixin
 from .._torch import as_tensor, num_threads, resolve_device, seeded, torch_seed_from
 from ..model_selection import multilabel_folds
 from .._validation import (
@@ -64,7 +65,7 @@ __all__ = ["LSNPC"]
 STUDENT_SHARE = 0.5
 
 
-class LSNPC(LabelIssueMethods, BaseEstimator):
+class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
     """Latent-space-shift noisy prediction correction (LSNPC) for multilabel classifiers.
 
     A post-processor: it never retrains the base classifier. From features X and the base model's probabilities
@@ -417,9 +418,9 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         check_same_n_samples(X=Xa, pred_probs=P)
         if Xa.shape[1:] != self.input_shape_:
             if Xa.ndim == 2:
-                check_n_features(Xa, "X", self.n_features_in_, "features")
+                check_n_features(Xa, "X", self.n_features_in_, "features", type(self).__name__)
             raise ValueError(f"X has sample shape {Xa.shape[1:]}, but fit saw {self.input_shape_}")
-        check_n_features(P, "pred_probs", self.n_labels_, "labels")
+        check_n_features(P, "pred_probs", self.n_labels_, "labels", type(self).__name__)
         warn_if_far_from_training(self.model_.data_encoder, Xa)
         return Xa, P
 
