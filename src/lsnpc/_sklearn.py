@@ -125,6 +125,13 @@ class PostProcessorTagsMixin:
         tags.target_tags.single_output = False  # pred_probs is (n, L)
         return tags
 
+    @staticmethod
+    def _require_pred_probs(pred_probs: Any) -> None:
+        """Refuse a missing ``pred_probs`` (to scikit-learn, this estimator's y) in its words and ours."""
+        if pred_probs is None:
+            raise ValueError("pred_probs is required: fit(X, pred_probs) requires y to be passed, but the target y "
+                             "is None (pred_probs, the base model's probabilities, is this estimator's y)")
+
     @property
     def classes_(self) -> np.ndarray:
         """The label columns, ``arange(n_labels_)``: column k of ``predict_proba`` is label k."""

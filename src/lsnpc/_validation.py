@@ -250,7 +250,9 @@ def _is_index_lists(value: Any, n_labels: int | None) -> bool:
         return False
     widths = {len(row) for row in rows}
     multi_hot_width = len(widths) == 1 and (n_labels is None or widths == {n_labels})
-    zeros_ones = all(isinstance(v, (int, np.integer, bool)) and v in (0, 1) for row in rows for v in row)
+    # 0/1 entries, integers or floats (a float 0/1 matrix is a label matrix, not lists of indices 0 and 1)
+    zeros_ones = all(isinstance(v, (int, float, np.integer, np.floating, bool)) and v in (0, 1)
+                     for row in rows for v in row)
     return not (multi_hot_width and zeros_ones and widths != {0})
 
 

@@ -46,7 +46,7 @@ from torch.nn import functional as F
 
 from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
-from lsnpc._validation import check_bool, check_random_state, check_scalar
+from lsnpc._validation import check_bool, check_finite_output, check_random_state, check_scalar
 from lsnpc._sklearn import PostProcessorTagsMixin
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
 
@@ -224,7 +224,9 @@ class NPCCorrector(PostProcessorTagsMixin, PostProcessorMixin, BaseEstimator):
         self
         """
         self._check_params()
+        self._require_pred_probs(pred_probs)
         data = validate_fit(X, pred_probs, X_clean, y_clean, pred_probs_clean)
+        self._record_names(X, pred_probs)
         device = resolve_device(self.device)
         seed = torch_seed_from(check_random_state(self.random_state))
         # Standardised inputs make one learning rate work across feature scales.
@@ -326,4 +328,4 @@ class NPCCorrector(PostProcessorTagsMixin, PostProcessorMixin, BaseEstimator):
         with torch.no_grad(), num_threads(self.n_threads):
             for rows in torch.arange(x.shape[0], device=self.device_).split(4096):
                 out.append(torch.sigmoid(self.network_.encode(x[rows], p[rows])).cpu())
-        return torch.cat(out).numpy().astype(np.float32)
+        return check_finite_output(torch.cat(out).numpy().astype(np.float32), "X", X)

@@ -17,6 +17,7 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import nn
 
+from lsnpc._names import check_names, column_names, record_names
 from lsnpc._sklearn import MultilabelClassifierMixin
 from lsnpc._numerics import minibatches, standardization
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
@@ -160,6 +161,7 @@ class NetClassifier(MultilabelClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
+        names = column_names(X)
         X = self._check_X(X, "X", min_samples=2)
         y = check_binary_labels(self._read_target(y), "y", min_samples=2)
         check_same_n_samples(X=X, y=y)
@@ -180,6 +182,7 @@ class NetClassifier(MultilabelClassifierMixin, BaseEstimator):
             network = self._build_network(X, y.shape[1]).to(device)
             self._train(network, X, y, X_val, y_val, device, seed)
         network.eval()
+        record_names(self, names)
         self.input_shape_ = tuple(X.shape[1:])
         self.n_features_in_ = int(X.shape[1])
         self.n_labels_ = int(y.shape[1])
@@ -263,6 +266,7 @@ class NetClassifier(MultilabelClassifierMixin, BaseEstimator):
 
     def _check_predict_input(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "network_")
+        check_names(self, column_names(X), "X", "feature_names_in_")
         X = self._check_X(X, "X")
         self._check_input_shape(X, "X", self.input_shape_)
         return X

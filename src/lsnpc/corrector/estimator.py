@@ -46,7 +46,7 @@ from .config import ModelSpec, TrainingConfig, build_model
 from .inference import predict_corrected
 from .label_methods import LabelIssueMethods
 from .model import infer_output_dim
-from .names import check_names, column_names
+from .._names import check_names, column_names
 from .persistence import restore_corrector, save_corrector
 from .plan import FitPlan, make_plan
 from .report import Decision, FitReport
@@ -256,6 +256,7 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         self
         """
         self._check_params()
+        self._require_pred_probs(pred_probs)
         names = column_names(X), column_names(pred_probs)
         Xa = self._check_X(X, "X", min_samples=2)
         P = check_probabilities(pred_probs, "pred_probs", min_samples=2)

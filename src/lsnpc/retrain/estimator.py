@@ -24,6 +24,7 @@ from .._validation import (
     check_same_n_samples,
     check_scalar,
 )
+from .._names import check_names, column_names, record_names
 from .._sklearn import MultilabelClassifierMixin
 from ..corrector.threshold import AUTO, SCORINGS, check_thresholds
 from .selection import CANDIDATES, RetrainReport, choose, model_of
@@ -276,6 +277,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         from ..model_selection import cross_val_pred_probs
 
         self._check_params()
+        names = column_names(X)
         Xa, Y, Xv, Yv = self._check_data(X, y, X_val, y_val, n_labels)
         rng = check_random_state(self.random_state)
         fold_seed, correct_seed, lsnpc_seed, model_seed, val_seed = (int(s) for s in rng.integers(2**31 - 1, size=5))
@@ -351,6 +353,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
                                      val_rows=0 if Yv is None else len(Yv), folds=0 if Yv is None else self.val_folds,
                                      scoring=scoring, labels_changed=int((corrected != Y).sum()), n_entries=int(Y.size),
                                      rows_trained=int(rows.sum()), n_rows=len(Y))
+        record_names(self, names)
         self.n_features_in_ = int(Xa.shape[1])
         self.n_labels_ = int(Y.shape[1])
         return self
@@ -372,6 +375,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
     def _probabilities(self, X: Any) -> np.ndarray:
         """(n, L) probabilities of the kept candidate, whatever y fit saw."""
         check_is_fitted(self, "models_")
+        check_names(self, column_names(X), "X", "feature_names_in_")
         Xa = check_array(X, "X", ndim=2)
         check_n_features(Xa, "X", self.n_features_in_, "features", type(self).__name__)
         base = {name: _probs(model, Xa, self.n_labels_) for name, model in self.models_.items()}
