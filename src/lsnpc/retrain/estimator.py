@@ -442,7 +442,7 @@ def _probs(model: Any, X: np.ndarray, n_labels: int) -> np.ndarray:
     """``model.predict_proba(X)`` as an (n, L) float32 array (scikit-learn's list of (n, 2) arrays too)."""
     from ..model_selection import _as_label_matrix
 
-    return _as_label_matrix(model.predict_proba(X), len(X), n_labels)
+    return _as_label_matrix(model.predict_proba(X), len(X), n_labels, getattr(model, "classes_", None))
 
 
 def _scoring_name(scoring: Any) -> str:
