@@ -228,6 +228,10 @@ def check_multilabel(value: Any, name: str, *, n_labels: int | None = None, min_
                 continue
             if not np.issubdtype(indices.dtype, np.integer):
                 raise ValueError(f"{name}[{i}] must hold integer class indices, got {list(row)!r}")
+            if len(np.unique(indices)) != len(indices):
+                # a 0/1 row of the wrong length reads as indices that repeat: say so rather than guess
+                raise ValueError(f"{name}[{i}] repeats a class index ({list(row)!r}); a row of class indices lists "
+                                 f"each label once, and a 0/1 row needs all {n_labels} entries in every row")
             bad = indices[(indices < 0) | (indices >= n_labels)]
             if bad.size:
                 raise ValueError(
@@ -293,7 +297,7 @@ def check_labelled_triple(
             + (" (the base model's probabilities on those samples)" if names[2] in missing else "")
         )
     Xs = check_X(X, names[0])
-    ys = check_binary_labels(y, names[1])
+    ys = check_multilabel(y, names[1], n_labels=n_labels)  # a 0/1 matrix, or lists of class indices as labels=
     ps = check_probabilities(probs, names[2])
     check_same_n_samples(**{names[0]: Xs, names[1]: ys, names[2]: ps})
     if Xs.shape[1:] != sample_shape:
