@@ -115,3 +115,19 @@ def test_post_processors_score_their_corrected_labels(data: tuple[np.ndarray, np
     knn = KNNCorrector(n_neighbors=3).fit(X, P)
     assert knn.score(X, P, Y) == pytest.approx(micro_f1(Y, knn.predict(X, P)))
     np.testing.assert_array_equal(knn.classes_, np.arange(Y.shape[1]))
+
+
+def test_saved_classifier_keeps_column_names_and_binary_classes(tmp_path, data: tuple[np.ndarray, np.ndarray]) -> None:
+    import pandas as pd
+
+    X, Y = data
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    y = np.where(Y[:, 0] == 1, "yes", "no")
+    clf = MLPClassifier(hidden_dims=(4,), epochs=1, random_state=0).fit(frame, y)
+    clf.save(tmp_path / "m")
+    loaded = MLPClassifier.load(tmp_path / "m")
+    np.testing.assert_array_equal(loaded.feature_names_in_, frame.columns)
+    np.testing.assert_array_equal(loaded.classes_, ["no", "yes"])
+    np.testing.assert_array_equal(loaded.predict(frame), clf.predict(frame))
+    with pytest.raises(ValueError, match="in another order"):
+        loaded.predict(frame[frame.columns[::-1]])
