@@ -20,7 +20,15 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from lsnpc import HLC, LSNPC, CorrectedLabelsClassifier, KNNCorrector, MLPClassifier, NotFittedError, NPCCorrector
+from lsnpc import (
+    HLC,
+    LSNPC,
+    CorrectedLabelsClassifier,
+    KNNCorrector,
+    MLPClassifier,
+    NotFittedError,
+    NPCCorrector,
+)
 from lsnpc.classifiers import ADDGCN
 from tests.conftest import make_toy_multilabel
 
@@ -60,7 +68,8 @@ def _expected_failures(estimator: Any) -> dict[str, str]:
     return {}  # the classifiers pass every check
 
 
-@parametrize_with_checks(CLASSIFIERS + POST_PROCESSORS, expected_failed_checks=_expected_failures, xfail_strict=True)
+@parametrize_with_checks(CLASSIFIERS + POST_PROCESSORS, expected_failed_checks=_expected_failures,
+                         xfail_strict=True)
 def test_scikit_learn_estimator_checks(estimator: Any, check: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # flat-probability and column-name warnings on toy data

@@ -26,6 +26,7 @@ from lsnpc import (
     correct_labels,
     cross_val_pred_probs,
     evaluate,
+    simulate_noise,
     tune_threshold,
 )
 from lsnpc._validation import check_array, check_multilabel
@@ -78,7 +79,8 @@ def test_a_finite_value_too_large_for_float32_is_not_called_nan(data: tuple[np.n
 
 # -- column names ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["MLPClassifier", "KNNCorrector", "NPCCorrector"])
-def test_every_estimator_records_column_names_and_refuses_reordered_ones(kind: str, data: tuple[np.ndarray, ...]) -> None:
+def test_every_estimator_records_column_names_and_refuses_reordered_ones(kind: str, data: tuple[np.ndarray, ...]
+                                                                         ) -> None:
     X, Y, P = data
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
     reordered = frame[frame.columns[::-1]]
@@ -88,7 +90,7 @@ def test_every_estimator_records_column_names_and_refuses_reordered_ones(kind: s
     else:
         est = (KNNCorrector(n_neighbors=3) if kind == "KNNCorrector" else NPCCorrector(hidden_dim=4, epochs=1))
         est.fit(frame, P)
-        predict = lambda features: est.predict_proba(features, P)  # noqa: E731
+        predict = lambda features: est.predict_proba(features, P)
     np.testing.assert_array_equal(est.feature_names_in_, frame.columns)
     predict(frame)
     with pytest.raises(ValueError, match="X has the columns .* in another order"):
@@ -194,6 +196,11 @@ _ODD_ARRAYS = st.one_of(
     hnp.arrays(np.complex128, st.tuples(st.integers(1, 6), st.integers(1, 3))),
     st.lists(st.lists(st.integers(-2, 4), max_size=4), max_size=6),
     st.just(None), st.floats(), st.text(max_size=3),
+    # inputs of the right shapes (6 rows; 2 labels, 3 features), so that some are accepted and their outputs checked
+    hnp.arrays(np.int64, (6, 2), elements=st.integers(0, 1)),
+    hnp.arrays(np.float64, (6, 2), elements=st.floats(0, 1)),
+    hnp.arrays(np.float64, (6, 3), elements=st.floats(-3e38, 3e38)),
+    hnp.arrays(np.float32, (6, 3), elements=st.floats(-1e6, 1e6, width=32)),
 )
 
 
@@ -213,17 +220,25 @@ def _call(function: str, value, X: np.ndarray, Y: np.ndarray, P: np.ndarray) -> 
         return MLPClassifier(hidden_dims=(2,), epochs=1, random_state=0).fit(value, Y).predict_proba(value), "X"
     if function == "mlp/y":
         return MLPClassifier(hidden_dims=(2,), epochs=1, random_state=0).fit(X, value).predict_proba(X), "y"
+    if function == "lsnpc/pred_probs":
+        quick = LSNPC(epochs=1, student=False, warm_start=False, hidden_dim=4, latent_dim=2, label_embedding_dim=4)
+        return quick.fit(X, value).predict_proba(X, value), "pred_probs"
+    if function == "simulate_noise/Y":
+        return simulate_noise(value, "symmetric", 0.3, random_state=0)[0], "Y"
+    if function == "cross_val_pred_probs/labels":
+        return cross_val_pred_probs(MLPClassifier(hidden_dims=(2,), epochs=1), X, value, cv=2, random_state=0), "labels"
     raise AssertionError(function)
 
 
 _FUNCTIONS = ["tune_threshold/probs", "tune_threshold/y_true", "evaluate/probs", "knn/X", "knn/pred_probs",
-              "mlp/X", "mlp/y"]
+              "mlp/X", "mlp/y", "lsnpc/pred_probs", "simulate_noise/Y", "cross_val_pred_probs/labels"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(function=st.sampled_from(_FUNCTIONS), value=_ODD_ARRAYS, rows=st.integers(2, 8))
-def test_refusals_name_the_argument_and_accepted_inputs_give_finite_outputs(function, value, rows) -> None:
-    rng = np.random.default_rng(rows)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(function=st.sampled_from(_FUNCTIONS), value=_ODD_ARRAYS, seed=st.integers(0, 3))
+def test_refusals_name_the_argument_and_accepted_inputs_give_finite_outputs(function, value, seed) -> None:
+    rows = 6
+    rng = np.random.default_rng(seed)
     X = rng.normal(size=(rows, 3))
     Y = (rng.random((rows, 2)) < 0.5).astype(int)
     Y[0] = 1

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import ClassifierTags
 
-from ._validation import check_finite, check_is_fitted, check_multilabel, _to_ndarray
+from ._validation import _to_ndarray, check_finite, check_is_fitted, check_multilabel
 from .metrics import micro_f1
 
 __all__ = ["MultilabelClassifierMixin", "PostProcessorTagsMixin", "binary_target"]

@@ -310,7 +310,9 @@ def check_labelled_triple(
     return Xs, ys, ps
 
 
-def check_n_features(arr: np.ndarray, name: str, expected: int, what: str = "columns", owner: str = "the estimator") -> None:
+def check_n_features(
+    arr: np.ndarray, name: str, expected: int, what: str = "columns", owner: str = "the estimator"
+) -> None:
     """Check that ``arr.shape[1] == expected`` (e.g. predict on the same d or L as fit); ``owner`` names the
     estimator in the message (scikit-learn's wording, so its checks recognise it)."""
     if arr.shape[1] != expected:

@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import _to_ndarray, check_multilabel, check_probabilities, check_same_n_samples
+from ._validation import (
+    _to_ndarray,
+    check_multilabel,
+    check_probabilities,
+    check_same_n_samples,
+)
 from .corrector import LSNPC
 
 __all__ = ["LABEL_CORRECTOR_DEFAULTS", "label_quality_scores", "find_label_issues", "correct_labels", "fit_corrector"]

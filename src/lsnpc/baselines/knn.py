@@ -21,8 +21,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 
-from lsnpc._validation import check_finite_output, check_in_choices, check_random_state, check_scalar
 from lsnpc._sklearn import PostProcessorTagsMixin
+from lsnpc._validation import (
+    check_finite_output,
+    check_in_choices,
+    check_random_state,
+    check_scalar,
+)
 from lsnpc.baselines._common import PostProcessorMixin, validate_fit
 
 __all__ = ["KNNCorrector"]

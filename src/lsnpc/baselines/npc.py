@@ -45,9 +45,14 @@ from torch.distributions import LowRankMultivariateNormal
 from torch.nn import functional as F
 
 from lsnpc._numerics import minibatches, standardization
-from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
-from lsnpc._validation import check_bool, check_finite_output, check_random_state, check_scalar
 from lsnpc._sklearn import PostProcessorTagsMixin
+from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
+from lsnpc._validation import (
+    check_bool,
+    check_finite_output,
+    check_random_state,
+    check_scalar,
+)
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
 
 __all__ = ["NPCCorrector"]

@@ -18,8 +18,8 @@ from sklearn.base import BaseEstimator
 from torch import nn
 
 from lsnpc._names import check_names, column_names, record_names
-from lsnpc._sklearn import MultilabelClassifierMixin
 from lsnpc._numerics import minibatches, standardization
+from lsnpc._sklearn import MultilabelClassifierMixin
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import (
     check_array,

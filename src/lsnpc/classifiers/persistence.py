@@ -24,14 +24,14 @@ import numpy as np
 
 from lsnpc._io import atomic_write_json, user_path
 from lsnpc._saving import (
-    check_optional_fitted,
-    optional_fitted,
-    restore_optional_fitted,
     CONFIG_NAME,
+    check_optional_fitted,
     check_target,
     is_int,
+    optional_fitted,
     read_config,
     read_tensors,
+    restore_optional_fitted,
     saved_folder,
     seal,
     write_tensors,

@@ -21,10 +21,10 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import nn
 
+from .._names import check_names, column_names
 from .._numerics import standardization
 from .._sklearn import PostProcessorTagsMixin
 from .._torch import as_tensor, num_threads, resolve_device, seeded, torch_seed_from
-from ..model_selection import multilabel_folds
 from .._validation import (
     check_array,
     check_is_fitted,
@@ -34,6 +34,7 @@ from .._validation import (
     check_random_state,
     check_same_n_samples,
 )
+from ..model_selection import multilabel_folds
 from . import blend as blending
 from .checks import (
     check_labels,
@@ -46,7 +47,6 @@ from .config import ModelSpec, TrainingConfig, build_model
 from .inference import predict_corrected
 from .label_methods import LabelIssueMethods
 from .model import infer_output_dim
-from .._names import check_names, column_names
 from .persistence import restore_corrector, save_corrector
 from .plan import FitPlan, make_plan
 from .report import Decision, FitReport

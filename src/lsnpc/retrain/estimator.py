@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
+from .._names import check_names, column_names, record_names
+from .._sklearn import MultilabelClassifierMixin
 from .._validation import (
     _is_index_lists,
     check_array,
@@ -24,8 +26,6 @@ from .._validation import (
     check_same_n_samples,
     check_scalar,
 )
-from .._names import check_names, column_names, record_names
-from .._sklearn import MultilabelClassifierMixin
 from ..corrector.threshold import AUTO, SCORINGS, check_thresholds
 from .selection import CANDIDATES, RetrainReport, choose, model_of
 

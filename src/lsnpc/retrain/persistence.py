@@ -26,16 +26,16 @@ import numpy as np
 
 from .._io import atomic_write_json, user_path
 from .._saving import (
-    check_optional_fitted,
-    optional_fitted,
-    restore_optional_fitted,
     CONFIG_NAME,
     check_file,
+    check_optional_fitted,
     check_target,
     file_digest,
     is_int,
+    optional_fitted,
     read_config,
     read_tensors,
+    restore_optional_fitted,
     saved_folder,
     seal,
     write_tensors,
