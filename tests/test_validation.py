@@ -59,6 +59,14 @@ def test_huge_finite_input_is_refused_not_answered_with_nan(data: tuple[np.ndarr
         clf.predict_proba(np.full((1, X.shape[1]), 3e38))
 
 
+def test_knn_on_huge_features_refuses_rather_than_vote_nan() -> None:
+    X, Y = make_toy_multilabel(n=64, d=5, n_labels=3, seed=4)
+    P = np.clip(0.7 * Y + 0.15 + np.random.default_rng(0).normal(0, 0.2, Y.shape), 0, 1).astype(np.float32)
+    knn = KNNCorrector().fit(X * 1e19, P)  # distances overflow float32: weights 1/inf = 0, a vote of 0/0
+    with pytest.raises(ValueError, match=r"^X gave non-finite probabilities for \d+ of 64 rows"):
+        knn.predict_proba(X * 1e19, P)
+
+
 @pytest.mark.parametrize("make", [lambda: KNNCorrector(n_neighbors=3), lambda: NPCCorrector(hidden_dim=4, epochs=1),
                                   lambda: LSNPC(epochs=1, student=False, warm_start=False)])
 def test_complex_input_is_refused_by_name(make, data: tuple[np.ndarray, ...]) -> None:
