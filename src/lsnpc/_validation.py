@@ -297,7 +297,8 @@ def check_labelled_triple(
             + (" (the base model's probabilities on those samples)" if names[2] in missing else "")
         )
     Xs = check_X(X, names[0])
-    ys = check_multilabel(y, names[1], n_labels=n_labels)  # a 0/1 matrix, or lists of class indices as labels=
+    # a 0/1 matrix, or lists of class indices as labels= takes (a matrix's width is checked below, by name)
+    ys = check_multilabel(y, names[1], n_labels=n_labels if _is_index_lists(y, n_labels) else None)
     ps = check_probabilities(probs, names[2])
     check_same_n_samples(**{names[0]: Xs, names[1]: ys, names[2]: ps})
     if Xs.shape[1:] != sample_shape:
