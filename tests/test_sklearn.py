@@ -141,3 +141,13 @@ def test_saved_classifier_keeps_column_names_and_binary_classes(tmp_path, data: 
     np.testing.assert_array_equal(loaded.predict(frame), clf.predict(frame))
     with pytest.raises(ValueError, match="in another order"):
         loaded.predict(frame[frame.columns[::-1]])
+
+
+def test_a_failed_refit_leaves_a_binary_model_as_it_was(data: tuple[np.ndarray, np.ndarray]) -> None:
+    X, Y = data
+    y = np.where(Y[:, 0] == 1, "yes", "no")
+    clf = MLPClassifier(hidden_dims=(4,), epochs=1, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="X_val and y_val"):
+        clf.fit(X, Y, X_val=X)
+    np.testing.assert_array_equal(clf.classes_, ["no", "yes"])
+    assert clf.predict_proba(X).shape == (len(X), 2)

@@ -44,14 +44,10 @@ class MultilabelClassifierMixin:
     """
 
     n_labels_: int
-    #: the two classes of a 1-d y (fit read it as one binary label), else None
+    #: the two classes of a 1-d y (fit read it as one binary label, :func:`binary_target`), else None; set at the
+    #: end of a fit that succeeded, so that ``predict`` gives them back and ``predict_proba`` gives (n, 2)
     _binary_classes: np.ndarray | None = None
 
-    def _read_target(self, y: Any, name: str = "y") -> Any:
-        """``y`` as fit trains on it: a 1-d y becomes one 0/1 column and its classes are remembered, so that
-        ``predict`` gives them back and ``predict_proba`` gives (n, 2), as scikit-learn's binary classifiers do."""
-        labels, self._binary_classes = binary_target(y, name)
-        return labels
 
     def _proba_out(self, probs: np.ndarray) -> np.ndarray:
         """(n, L) probabilities as returned: (n, 2) ``[1 - p, p]`` after a 1-d y."""

@@ -19,7 +19,7 @@ from torch import nn
 
 from lsnpc._names import check_names, column_names, record_names
 from lsnpc._numerics import minibatches, standardization
-from lsnpc._sklearn import MultilabelClassifierMixin
+from lsnpc._sklearn import MultilabelClassifierMixin, binary_target
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import (
     check_array,
@@ -163,7 +163,8 @@ class NetClassifier(MultilabelClassifierMixin, BaseEstimator):
         self._check_params()
         names = column_names(X)
         X = self._check_X(X, "X", min_samples=2)
-        y = check_binary_labels(self._read_target(y), "y", min_samples=2)
+        y, binary_classes = binary_target(y)
+        y = check_binary_labels(y, "y", min_samples=2)
         check_same_n_samples(X=X, y=y)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together (or neither)")
@@ -183,6 +184,7 @@ class NetClassifier(MultilabelClassifierMixin, BaseEstimator):
             self._train(network, X, y, X_val, y_val, device, seed)
         network.eval()
         record_names(self, names)
+        self._binary_classes = binary_classes
         self.input_shape_ = tuple(X.shape[1:])
         self.n_features_in_ = int(X.shape[1])
         self.n_labels_ = int(y.shape[1])

@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from .._names import check_names, column_names, record_names
-from .._sklearn import MultilabelClassifierMixin
+from .._sklearn import MultilabelClassifierMixin, binary_target
 from .._validation import (
     _is_index_lists,
     check_array,
@@ -209,11 +209,11 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
                 raise ValueError(f"corrector_params: LSNPC has no parameter {key!r}")
         return dict(params)
 
-    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any, n_labels: int | None) -> tuple[np.ndarray, ...]:
+    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any, n_labels: int | None) -> tuple[Any, ...]:
         Xa = check_array(X, "X", ndim=2, min_samples=2)
-        y = self._read_target(y)
-        if self._binary_classes is not None and y_val is not None and np.ndim(y_val) == 1:
-            y_val = (np.asarray(y_val) == self._binary_classes[1]).astype(np.int64).reshape(-1, 1)
+        y, binary_classes = binary_target(y)
+        if binary_classes is not None and y_val is not None and np.ndim(y_val) == 1:
+            y_val = (np.asarray(y_val) == binary_classes[1]).astype(np.int64).reshape(-1, 1)
         if n_labels is None and _is_index_lists(y, None):
             n_labels = _widest_index(y, y_val if _is_index_lists(y_val, None) else None)
         elif n_labels is not None and not _is_index_lists(y, n_labels) and np.ndim(y) == 2 and np.shape(y)[1] != n_labels:
@@ -225,7 +225,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together (or neither)")
         if X_val is None:
-            return Xa, Y, None, None
+            return Xa, Y, None, None, binary_classes
         Xv = check_array(X_val, "X_val", ndim=2)
         check_n_features(Xv, "X_val", Xa.shape[1], "features", "X")
         if not isinstance(y_val, (list, tuple)) and np.ndim(y_val) == 2 and np.shape(y_val)[1] != Y.shape[1]:
@@ -238,7 +238,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         if len(Yv) < self.val_folds:
             raise ValueError(f"X_val has {len(Yv)} rows; scoring the candidates in val_folds={self.val_folds} "
                              f"parts needs at least {self.val_folds}")
-        return Xa, Y, Xv, Yv
+        return Xa, Y, Xv, Yv, binary_classes
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -278,7 +278,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
 
         self._check_params()
         names = column_names(X)
-        Xa, Y, Xv, Yv = self._check_data(X, y, X_val, y_val, n_labels)
+        Xa, Y, Xv, Yv, binary_classes = self._check_data(X, y, X_val, y_val, n_labels)
         rng = check_random_state(self.random_state)
         fold_seed, correct_seed, lsnpc_seed, model_seed, val_seed = (int(s) for s in rng.integers(2**31 - 1, size=5))
         template = self._template(model_seed)
@@ -354,6 +354,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
                                      scoring=scoring, labels_changed=int((corrected != Y).sum()), n_entries=int(Y.size),
                                      rows_trained=int(rows.sum()), n_rows=len(Y))
         record_names(self, names)
+        self._binary_classes = binary_classes
         self.n_features_in_ = int(Xa.shape[1])
         self.n_labels_ = int(Y.shape[1])
         return self
