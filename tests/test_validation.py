@@ -138,7 +138,7 @@ def test_numbers_held_as_objects_are_read_as_numbers() -> None:
 
 def test_pandas_missing_values_and_categories_are_named() -> None:
     nullable = pd.DataFrame({"a": pd.array([1.0, None], dtype="Float64"), "b": [1.0, 2.0]})
-    with pytest.raises(ValueError, match=r"^X contains NaN or infinite values"):
+    with pytest.raises(ValueError, match=r"^X has missing values \(pd.NA or NaN\) in column 'a', row 1"):
         check_array(nullable, "X")
     np.testing.assert_array_equal(check_array(nullable.fillna(0.0), "X"), [[1, 1], [0, 2]])
     with pytest.raises(ValueError, match=r"^X column 'c' is categorical"):

@@ -47,8 +47,8 @@ def _is_sparse(value: Any) -> bool:
 
 
 def _from_frame(value: Any, name: str) -> np.ndarray:
-    """A pandas DataFrame or Series as a float64 array: nullable columns' missing values (``pd.NA``) become NaN
-    (refused later as NaN, by name), a category or text column is refused by name."""
+    """A pandas DataFrame or Series as a float64 array (nullable and boolean columns too); a missing value
+    (``pd.NA`` or NaN), a category or a text column is refused by name."""
     import pandas as pd
 
     frame = value.to_frame() if isinstance(value, pd.Series) else value
@@ -58,6 +58,11 @@ def _from_frame(value: Any, name: str) -> np.ndarray:
                              f"(e.g. pandas.get_dummies, or .cat.codes)")
         if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
             raise ValueError(f"{name} column {column!r} holds {dtype} values, not numbers")
+    missing = frame.isna().any()
+    if missing.any():
+        column = missing.index[int(np.argmax(missing.to_numpy()))]
+        raise ValueError(f"{name} has missing values (pd.NA or NaN) in column {column!r}, row "
+                         f"{int(np.argmax(frame[column].isna().to_numpy()))}: fill or drop them first")
     try:
         out = frame.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError) as exc:
