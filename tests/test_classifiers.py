@@ -153,7 +153,8 @@ def bad_fit_inputs(X, Y):
         "labels_not_binary": (dict(X=X, y=Y2), "0/1"),
         "one_sample": (dict(X=X[:1], y=Y[:1]), "at least 2"),
         "X_1d": (dict(X=X[:, 0], y=Y), "X must (be a 2-d|have shape)"),
-        "y_1d": (dict(X=X, y=Y[:, 0]), "y must be a 2-d"),
+        # a 1-d y is one binary label, as in scikit-learn; a 1-d y of several classes is not multilabel data
+        "y_1d_multiclass": (dict(X=X, y=np.arange(len(Y)) % 3), "y is 1-d with 3 classes"),
         "X_3d": (dict(X=X[:, :, None], y=Y), "X must (be a 2-d|have shape)"),
         "X_val_without_y_val": (dict(X=X, y=Y, X_val=X), "together"),
         "X_val_wrong_d": (dict(X=X, y=Y, X_val=X[:, :-1], y_val=Y), "X_val"),

@@ -627,3 +627,91 @@ def test_plot_training_writes_a_models_curve_and_never_replaces_a_file_unasked(t
     (tmp_path / "m" / "config.json").write_text("{}")
     assert_user_error(lsnpc("plot-training", tmp_path / "m", "--out", tmp_path / "c.png"), "MODEL", "config")
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == saved
+
+
+# ----------------------------------------------------------------------------- a user's mistake, not a bug
+
+
+def _scene_home(tmp_path: Path, train_rows: str, xml: str | None = None) -> Path:
+    """A --data-home whose scene files are the given ARFF data rows (features a; labels l0, l1) and XML."""
+    folder = tmp_path / "home" / "scene"
+    folder.mkdir(parents=True)
+    (folder / "scene.xml").write_text(xml if xml is not None else (
+        '<?xml version="1.0"?>\n<labels xmlns="http://mulan.sourceforge.net/labels">'
+        '<label name="l0"></label><label name="l1"></label></labels>\n'))
+    header = "@relation s\n@attribute a numeric\n@attribute l0 {0,1}\n@attribute l1 {0,1}\n@data\n"
+    for split in ("train", "test"):
+        (folder / f"scene-{split}.arff").write_text(header + train_rows)
+    return folder.parent
+
+
+@pytest.mark.parametrize("rows", ["1,0,1\n2,1\n", "1,0,1\n" + ",".join(["1"] * 400) + "\n"])
+def test_a_malformed_arff_row_is_the_files_fault(tmp_path: Path, rows: str) -> None:
+    result = lsnpc("demo", "--dataset", "scene", "--data-home", _scene_home(tmp_path, rows))
+    assert_user_error(result, "scene-train.arff is not a well-formed ARFF file", "line 7")
+    assert len(result.stderr) < 600  # a long bad row is cut, not printed whole
+
+
+def test_a_malformed_xml_file_is_the_files_fault(tmp_path: Path) -> None:
+    result = lsnpc("demo", "--dataset", "scene", "--data-home", _scene_home(tmp_path, "1,0,1\n", xml="<labels><x"))
+    assert_user_error(result, "scene.xml is not a well-formed XML file")
+
+
+def test_out_naming_a_folder_or_a_path_under_a_file_names_the_flag(tmp_path: Path) -> None:
+    _, Y = make_toy_multilabel(20, 3, 3, seed=0)
+    np.save(tmp_path / "Y.npy", Y)
+    (tmp_path / "taken.npy").mkdir()
+    noise = ("noise", "--labels", tmp_path / "Y.npy", "--kind", "symmetric", "--rate", "0.2")
+    result = lsnpc(*noise, "--out", tmp_path / "taken.npy", "--force")
+    assert_user_error(result, "--out:", "taken.npy is a folder; a file cannot replace it")
+    assert ".taken.npy." not in result.stderr  # never the temporary file's name
+    (tmp_path / "file").write_text("")
+    assert_user_error(lsnpc(*noise, "--out", tmp_path / "file" / "Yn.npy"), "--out:", "file is a file, not a folder")
+
+
+def test_an_input_flag_naming_a_folder_says_so(tmp_path: Path) -> None:
+    (tmp_path / "X.npy").mkdir()
+    np.save(tmp_path / "P.npy", np.full((10, 2), 0.5))
+    assert_user_error(lsnpc("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.npy", "--out",
+                            tmp_path / "m"), "--features:", "is a folder, not a file")
+
+
+def test_a_headerless_integer_csv_keeps_its_first_row(tmp_path: Path) -> None:
+    from lsnpc.arrays import read_array
+
+    rows = np.vstack([np.arange(4), np.random.default_rng(0).integers(2, 9, size=(5, 4))])
+    np.savetxt(tmp_path / "counts.csv", rows, fmt="%d", delimiter=",")
+    array, names = read_array(tmp_path / "counts.csv", "--features")
+    np.testing.assert_array_equal(array, rows)
+    assert names is None
+    labels = pd.DataFrame(np.eye(4, dtype=int)[[0, 1, 2, 3, 0]])
+    labels.to_csv(tmp_path / "Y.csv", index=False)  # pandas' default header 0,1,2,3 over 0/1 rows
+    array, names = read_array(tmp_path / "Y.csv", "--labels")
+    assert array.shape == (5, 4) and names == ["0", "1", "2", "3"]
+
+
+def test_retrain_on_one_label_column(tmp_path: Path) -> None:
+    X, Y = make_toy_multilabel(40, 3, 2, seed=1)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "Y.npy", Y[:, :1])
+    result = lsnpc("retrain", "--features", tmp_path / "X.npy", "--labels", tmp_path / "Y.npy", "--out",
+                   tmp_path / "m", "--epochs", "1", "--cv", "2", "--no-post-hoc")
+    assert result.returncode == 0, result.stderr
+
+
+def test_parallel_workers_warn_in_one_line_each(tmp_path: Path) -> None:
+    script = tmp_path / "workers.py"  # a file: spawned workers import the function from it
+    script.write_text(
+        "import warnings\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from multiprocessing import get_context\n"
+        "from lsnpc.experiments.executors import _init_worker\n"
+        "def warn():\n"
+        "    warnings.warn('pred_probs barely vary\\nacross rows', UserWarning)\n"
+        "if __name__ == '__main__':\n"
+        "    with ProcessPoolExecutor(1, mp_context=get_context('spawn'), initializer=_init_worker,"
+        " initargs=(1,)) as pool:\n"
+        "        pool.submit(warn).result()\n")
+    result = subprocess.run([sys.executable, script], capture_output=True, text=True, env=ENV, timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "warning: pred_probs barely vary across rows"

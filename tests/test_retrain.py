@@ -387,7 +387,8 @@ def toy() -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("make_args, match", [
     (lambda X, Y: ((X[:70], Y), {}), "X has 70, y has 80"),
-    (lambda X, Y: ((X, Y[:, 0]), {}), "y must be a 2-d"),
+    # a 1-d y is one binary label, as in scikit-learn; one of several classes is not multilabel data
+    (lambda X, Y: ((X, np.arange(len(Y)) % 3), {}), "y is 1-d with 3 classes"),
     (lambda X, Y: ((X, Y * 2), {}), "y must hold only 0/1"),
     (lambda X, Y: ((X, Y), {"X_val": X[:10]}), "X_val and y_val must be given together"),
     (lambda X, Y: ((X, Y), {"X_val": X[:10], "y_val": np.zeros((10, 3), int)}), "y_val holds no positive label"),

@@ -62,10 +62,18 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
     (e.g. ``np.save`` appends ``.npy`` otherwise).
     """
     target = user_path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=suffix if suffix is not None else ".tmp"
-    )
+    if target.is_dir():
+        # os.replace would fail naming the temporary file: say what is wrong with the path the caller gave
+        raise IsADirectoryError(f"{target} is a folder; a file cannot replace it: choose a file name")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=suffix if suffix is not None else ".tmp"
+        )
+    except PermissionError as exc:
+        raise PermissionError(f"cannot write {target}: no permission to create a file in {target.parent}") from exc
+    except FileExistsError as exc:  # a file where a parent folder should be
+        raise NotADirectoryError(f"cannot write {target}: {exc.filename} is a file, not a folder") from exc
     os.close(fd)
     tmp = Path(tmp_name)
     try:

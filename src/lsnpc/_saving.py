@@ -29,7 +29,7 @@ from ._io import atomic_directory, check_replaceable, user_path
 
 __all__ = ["CONFIG_NAME", "jsonable", "config_digest", "seal", "file_digest", "saved_format", "check_target",
            "saved_folder", "read_config", "check_file", "write_tensors", "read_safetensors", "read_tensors",
-           "is_int"]
+           "is_int", "optional_fitted", "check_optional_fitted", "restore_optional_fitted"]
 
 CONFIG_NAME = "config.json"
 
@@ -187,3 +187,33 @@ def read_tensors(folder: Path, name: str, sha256: Any) -> dict[str, Any]:
 def is_int(value: Any, low: int, high: float = math.inf) -> bool:
     """Whether a value read from a config is an integer (not a bool) in [low, high]."""
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def optional_fitted(model: Any) -> dict[str, Any]:
+    """The fitted fields a classifier has only sometimes, as JSON: ``feature_names_in_`` (fitted on a DataFrame)
+    and ``binary_classes`` (the two classes of a 1-d y)."""
+    out: dict[str, Any] = {}
+    if getattr(model, "feature_names_in_", None) is not None:
+        out["feature_names_in_"] = [str(name) for name in model.feature_names_in_]
+    if getattr(model, "_binary_classes", None) is not None:
+        out["binary_classes"] = np.asarray(model._binary_classes).tolist()
+    return out
+
+
+def check_optional_fitted(raw: Mapping[str, Any], config_path: Path) -> None:
+    """Refuse damaged optional fitted fields (see :func:`optional_fitted`)."""
+    names = raw.get("feature_names_in_")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise ValueError(f"{config_path} is damaged: fitted field feature_names_in_ must be a list of strings")
+    classes = raw.get("binary_classes")
+    if classes is not None and (not isinstance(classes, list) or len(classes) != 2 or not all(
+            isinstance(c, (str, int, float, bool)) for c in classes) or classes[0] == classes[1]):
+        raise ValueError(f"{config_path} is damaged: fitted field binary_classes must be a list of two classes")
+
+
+def restore_optional_fitted(model: Any, fitted: Mapping[str, Any]) -> None:
+    """Set the optional fitted fields that ``fitted`` holds on ``model``."""
+    if fitted.get("feature_names_in_") is not None:
+        model.feature_names_in_ = np.asarray(fitted["feature_names_in_"], dtype=object)
+    if fitted.get("binary_classes") is not None:
+        model._binary_classes = np.asarray(fitted["binary_classes"])

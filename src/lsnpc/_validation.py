@@ -7,15 +7,19 @@ Nothing here knows about torch models or data sets.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
 __all__ = [
     "NotFittedError",
     "check_array",
+    "check_finite",
+    "check_finite_output",
     "check_probabilities",
     "check_binary_labels",
     "check_multilabel",
@@ -29,22 +33,82 @@ __all__ = [
 ]
 
 
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a method that needs a fitted estimator is called before ``fit``."""
+class NotFittedError(_SklearnNotFittedError):
+    """Raised when a method that needs a fitted estimator is called before ``fit``.
+
+    A subclass of scikit-learn's ``NotFittedError`` (itself a ValueError and an AttributeError), so code that
+    catches scikit-learn's catches lsnpc's too."""
+
+
+def _is_sparse(value: Any) -> bool:
+    import scipy.sparse
+
+    return scipy.sparse.issparse(value)
+
+
+def _from_frame(value: Any, name: str) -> np.ndarray:
+    """A pandas DataFrame or Series as a float64 array (nullable and boolean columns too); a missing value
+    (``pd.NA`` or NaN), a category or a text column is refused by name."""
+    import pandas as pd
+
+    frame = value.to_frame() if isinstance(value, pd.Series) else value
+    for column, dtype in frame.dtypes.items():
+        if isinstance(dtype, pd.CategoricalDtype):
+            raise ValueError(f"{name} column {column!r} is categorical; lsnpc needs numbers: encode it first "
+                             f"(e.g. pandas.get_dummies, or .cat.codes)")
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
+            raise ValueError(f"{name} column {column!r} holds {dtype} values, not numbers")
+    missing = frame.isna().any()
+    if missing.any():
+        column = missing.index[int(np.argmax(missing.to_numpy()))]
+        raise ValueError(f"{name} has missing values (pd.NA or NaN) in column {column!r}, row "
+                         f"{int(np.argmax(frame[column].isna().to_numpy()))}: fill or drop them first")
+    try:
+        out = frame.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must hold numbers, could not read it as floats: {exc}") from exc
+    return out.ravel() if isinstance(value, pd.Series) else out
 
 
 def _to_ndarray(value: Any, name: str) -> np.ndarray:
     if value is None:
         raise ValueError(f"{name} is required, got None")
-    if hasattr(value, "toarray") and callable(value.toarray):  # scipy.sparse
-        value = value.toarray()
+    if _is_sparse(value):
+        # densifying a sparse multilabel set silently can take all the memory there is: say so instead
+        raise TypeError(f"{name} is a sparse matrix; sparse input is not supported: pass a dense array "
+                        f"({name}.toarray()) if it fits in memory")
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(value, (pandas.DataFrame, pandas.Series)):
+        return _from_frame(value, name)
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and the like
         raise ValueError(f"{name} must be array-like, could not convert it: {exc}") from exc
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name}: Complex data not supported (got dtype {arr.dtype}); pass the real part or the "
+                         "magnitude explicitly")
     if arr.dtype == object:
-        raise ValueError(f"{name} must be a numeric array, got an array of Python objects")
+        if arr.size and any(isinstance(v, complex) for v in arr.flat):
+            raise ValueError(f"{name}: Complex data not supported (found a complex number)")
+        try:  # numbers held as Python objects (e.g. X.astype(object)) read as numbers
+            arr = arr.astype(np.float64)
+        except TypeError as exc:
+            raise TypeError(f"{name} must be a numeric array; an entry is not a number: {exc}") from exc
+        except ValueError as exc:
+            raise ValueError(f"{name} must be a numeric array; an entry is not a number: {exc}") from exc
     return arr
+
+
+def check_finite(arr: np.ndarray, name: str) -> None:
+    """Refuse NaN or infinite entries of a float array, with how many and where the first is."""
+    if not np.issubdtype(arr.dtype, np.floating):
+        return
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = np.argwhere(~finite)[0].tolist()
+        kind = "NaN" if np.isnan(arr[tuple(bad)]) else "infinite"
+        raise ValueError(f"{name} contains NaN or infinite values ({int((~finite).sum())} entries; the first, "
+                         f"at {tuple(bad)}, is {kind})")
 
 
 def check_array(
@@ -61,7 +125,8 @@ def check_array(
     Parameters
     ----------
     value : array-like
-        What the user passed.
+        What the user passed: an array, nested lists, a pandas DataFrame (nullable and boolean columns too;
+        ``pd.NA`` is a missing value). Sparse matrices and complex numbers are refused.
     name : str
         The argument's name, used in error messages.
     ndim : int
@@ -71,23 +136,44 @@ def check_array(
     min_samples : int
         Minimum length of the first axis.
     allow_nonfinite : bool
-        If False, NaN or infinite entries are rejected.
+        If False, NaN or infinite entries are rejected, and so are finite values too large for ``dtype``.
     """
     arr = _to_ndarray(value, name)
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     if arr.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-d array, got shape {arr.shape}")
+        hint = ""
+        if arr.ndim == 1 and ndim == 2:
+            hint = (f"; Reshape your data: {name}.reshape(-1, 1) if it holds one feature, {name}.reshape(1, -1) "
+                    "if it is one sample")
+        raise ValueError(f"{name} must be a {ndim}-d array, got shape {arr.shape}{hint}")
     if arr.shape[0] < min_samples:
         raise ValueError(
-            f"{name} must have at least {min_samples} sample(s) (rows), got {arr.shape[0]}"
+            f"{name} must have at least {min_samples} sample(s) (rows), got n_samples = {arr.shape[0]}"
         )
     if ndim >= 2 and arr.shape[1] < 1:
-        raise ValueError(f"{name} must have at least one column, got shape {arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=dtype)
+        raise ValueError(f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
+    if not allow_nonfinite:
+        check_finite(arr, name)
+    with np.errstate(over="ignore"):  # a finite value beyond dtype's range is refused just below, by name
+        arr = np.ascontiguousarray(arr, dtype=dtype)
     if not allow_nonfinite and np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
+        largest = float(np.max(np.abs(_to_ndarray(value, name).astype(np.float64))))
+        raise ValueError(f"{name} holds values too large for {np.dtype(dtype).name} (largest magnitude "
+                         f"{largest:.3g}, the limit is {float(np.finfo(dtype).max):.3g}): rescale it")
     return arr
+
+
+def check_finite_output(values: np.ndarray, name: str, source: np.ndarray, what: str = "probabilities") -> np.ndarray:
+    """Refuse NaN or infinite entries of an output computed from the argument ``name`` (its array ``source``):
+    finite inputs too large for float32 arithmetic overflow inside a model, and a silent NaN is a wrong answer."""
+    finite = np.isfinite(values).reshape(len(values), -1).all(axis=1)
+    if not finite.all():
+        largest = float(np.max(np.abs(source))) if source.size else 0.0
+        raise ValueError(f"{name} gave non-finite {what} for {int((~finite).sum())} of {len(finite)} rows (first: "
+                         f"row {int(np.argmin(finite))}); its values are too large for the model's float32 arithmetic "
+                         f"(largest magnitude {largest:.3g}): rescale {name} as in fit")
+    return values
 
 
 def check_probabilities(value: Any, name: str, *, min_samples: int = 1) -> np.ndarray:
@@ -120,7 +206,9 @@ def check_binary_labels(value: Any, name: str, *, min_samples: int = 1) -> np.nd
         bad = ~np.isin(arr, (0, 1))
         if bad.any():
             examples = np.unique(arr[bad])[:5].tolist()
-            raise ValueError(f"{name} must hold only 0/1 labels, found values {examples}")
+            continuous = np.issubdtype(arr.dtype, np.floating) and not np.all(arr[bad] == np.round(arr[bad]))
+            raise ValueError(f"{name} must hold only 0/1 labels, found values {examples}"
+                             + (" (continuous values: probabilities are not labels)" if continuous else ""))
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
@@ -145,6 +233,10 @@ def check_multilabel(value: Any, name: str, *, n_labels: int | None = None, min_
                 continue
             if not np.issubdtype(indices.dtype, np.integer):
                 raise ValueError(f"{name}[{i}] must hold integer class indices, got {list(row)!r}")
+            if len(np.unique(indices)) != len(indices):
+                # a 0/1 row of the wrong length reads as indices that repeat: say so rather than guess
+                raise ValueError(f"{name}[{i}] repeats a class index ({list(row)!r}); a row of class indices lists "
+                                 f"each label once, and a 0/1 row needs all {n_labels} entries in every row")
             bad = indices[(indices < 0) | (indices >= n_labels)]
             if bad.size:
                 raise ValueError(
@@ -167,7 +259,9 @@ def _is_index_lists(value: Any, n_labels: int | None) -> bool:
         return False
     widths = {len(row) for row in rows}
     multi_hot_width = len(widths) == 1 and (n_labels is None or widths == {n_labels})
-    zeros_ones = all(isinstance(v, (int, np.integer, bool)) and v in (0, 1) for row in rows for v in row)
+    # 0/1 entries, integers or floats (a float 0/1 matrix is a label matrix, not lists of indices 0 and 1)
+    zeros_ones = all(isinstance(v, (int, float, np.integer, np.floating, bool)) and v in (0, 1)
+                     for row in rows for v in row)
     return not (multi_hot_width and zeros_ones and widths != {0})
 
 
@@ -208,7 +302,8 @@ def check_labelled_triple(
             + (" (the base model's probabilities on those samples)" if names[2] in missing else "")
         )
     Xs = check_X(X, names[0])
-    ys = check_binary_labels(y, names[1])
+    # a 0/1 matrix, or lists of class indices as labels= takes (a matrix's width is checked below, by name)
+    ys = check_multilabel(y, names[1], n_labels=n_labels if _is_index_lists(y, n_labels) else None)
     ps = check_probabilities(probs, names[2])
     check_same_n_samples(**{names[0]: Xs, names[1]: ys, names[2]: ps})
     if Xs.shape[1:] != sample_shape:
@@ -221,11 +316,15 @@ def check_labelled_triple(
     return Xs, ys, ps
 
 
-def check_n_features(arr: np.ndarray, name: str, expected: int, what: str = "columns") -> None:
-    """Check that ``arr.shape[1] == expected`` (e.g. predict on the same d or L as fit)."""
+def check_n_features(
+    arr: np.ndarray, name: str, expected: int, what: str = "columns", owner: str = "the estimator"
+) -> None:
+    """Check that ``arr.shape[1] == expected`` (e.g. predict on the same d or L as fit); ``owner`` names the
+    estimator in the message (scikit-learn's wording, so its checks recognise it)."""
     if arr.shape[1] != expected:
         raise ValueError(
-            f"{name} has {arr.shape[1]} {what}, but the estimator was fitted with {expected}"
+            f"{name} has {arr.shape[1]} {what}, but {owner} is expecting {expected} {what} as input "
+            f"(it was fitted with {expected})"
         )
 
 

@@ -39,9 +39,10 @@ def _csv_layout(path: Path) -> tuple[bool, bool]:
     """(has a header row, has an index column) of a CSV, read from its first two lines.
 
     A header is a first row that is not all numbers, or that is exactly ``0,1,...,k-1`` as pandas
-    writes a frame's default column names (for k >= 3 no label or probability row looks like that;
-    for k <= 2 only when the next row is written as decimals, e.g. probabilities). An index column is
-    a header whose first name is empty or ``Unnamed: 0``, as ``DataFrame.to_csv()`` writes it.
+    writes a frame's default column names, when the next row cannot sit beside it as data: a row written as
+    decimals (probabilities), or, for k >= 3, a row of 0/1 (a label row never holds 2). A headerless file of
+    other integers (counts, say) whose first row happens to be ``0,1,...,k-1`` keeps that row as data. An index
+    column is a header whose first name is empty or ``Unnamed: 0``, as ``DataFrame.to_csv()`` writes it.
     """
     with open(path, encoding="utf-8") as fh:
         first = fh.readline().strip()
@@ -53,8 +54,10 @@ def _csv_layout(path: Path) -> tuple[bool, bool]:
         return True, fields[0] in ("", "Unnamed: 0")
     if fields != [str(i) for i in range(len(fields))]:
         return False, False
-    decimals = bool(second) and all(any(c in f for c in ".eE") for f in second.split(","))
-    return len(fields) >= 3 or decimals, False
+    below = [f.strip().strip('"') for f in second.split(",")] if second else []
+    decimals = bool(below) and all(any(c in f for c in ".eE") for f in below)
+    zeros_ones = bool(below) and all(f in ("0", "1") for f in below)
+    return decimals or (len(fields) >= 3 and zeros_ones), False
 
 
 def _read_csv(path: Path) -> tuple[np.ndarray, list[str] | None]:
@@ -76,6 +79,8 @@ def read_array(path: str | Path, name: str) -> tuple[np.ndarray, list[str] | Non
     or non-numeric one. A 1-d array is returned as is; callers check shapes.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{name}: {path} is a folder, not a file")
     if not path.is_file():
         raise FileNotFoundError(f"{name}: file not found: {path}")
     fmt = array_format(path, name)

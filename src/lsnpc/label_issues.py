@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_multilabel, check_probabilities, check_same_n_samples
+from ._validation import (
+    _to_ndarray,
+    check_multilabel,
+    check_probabilities,
+    check_same_n_samples,
+)
 from .corrector import LSNPC
 
 __all__ = ["LABEL_CORRECTOR_DEFAULTS", "label_quality_scores", "find_label_issues", "correct_labels", "fit_corrector"]
@@ -51,7 +56,10 @@ def fit_corrector(labels: Any, pred_probs: Any, *, features: Any, **params: Any)
     check_same_n_samples(labels=given, pred_probs=P)
     if features is None:
         raise ValueError("features is required: the rows' features X, shape (n, d)")
-    check_same_n_samples(labels=given, features=np.asarray(features))
+    shape = np.shape(_to_ndarray(features, "features"))  # refuses sparse and complex features by name
+    if len(shape) < 2:
+        raise ValueError(f"features must be an array of shape (n, d), one row per row of labels; got shape {shape}")
+    check_same_n_samples(labels=given, features=np.empty(shape[:1]))
     fit_args = {name: params.pop(name) for name in _FIT_ARGUMENTS if name in params}
     params = {**LABEL_CORRECTOR_DEFAULTS, **params}
     try:

@@ -35,6 +35,16 @@ def multilabel_folds(labels: np.ndarray, n_splits: int, random_state: Any = None
     if n_splits > len(labels):
         raise ValueError(f"cv={n_splits} folds need at least {n_splits} samples, got {len(labels)}")
     seed = int(check_random_state(random_state).integers(2**31 - 1))
+    labels = np.asarray(labels)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        # iterative stratification refuses a single column ("binary"); on one label it is plain stratification
+        from sklearn.model_selection import KFold, StratifiedKFold
+
+        column = labels[:, 0]
+        counts = np.bincount(column.astype(np.int64), minlength=2)
+        splitter = (StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed) if counts.min() >= n_splits
+                    else KFold(n_splits=n_splits, shuffle=True, random_state=seed))
+        return [(train, test) for train, test in splitter.split(np.zeros((len(labels), 1)), column)]
     splitter = MultilabelStratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
     return [(train, test) for train, test in splitter.split(np.zeros((len(labels), 1)), labels)]
 
@@ -89,7 +99,8 @@ def cross_val_pred_probs(
     for done, (train, test) in enumerate(folds, start=1):
         model = _clone(estimator)
         model.fit(Xa[train], Y[train], **(fit_params or {}))
-        out[test] = _as_label_matrix(model.predict_proba(Xa[test]), len(test), Y.shape[1])
+        out[test] = _as_label_matrix(model.predict_proba(Xa[test]), len(test), Y.shape[1],
+                                     getattr(model, "classes_", None))
         if on_fold is not None:
             on_fold(done, len(folds))
     return out
@@ -129,8 +140,10 @@ def _clone(estimator: Any) -> Any:
     return clone(estimator)
 
 
-def _as_label_matrix(probs: Any, n_rows: int, n_labels: int) -> np.ndarray:
-    """predict_proba's output as (n_rows, n_labels): an array, or a list of per-label (n, 2) arrays."""
+def _as_label_matrix(probs: Any, n_rows: int, n_labels: int, classes: Any = None) -> np.ndarray:
+    """predict_proba's output as (n_rows, n_labels): an array, or a list of per-label (n, 2) arrays; for one
+    label, also a binary classifier's (n, 2) array, whose ``classes`` (the model's ``classes_``) are 0 and 1:
+    scikit-learn reads a one-column target as one binary problem."""
     if isinstance(probs, list):
         widths = {np.shape(p)[1] if np.ndim(p) == 2 else None for p in probs}
         if widths != {2}:
@@ -138,6 +151,8 @@ def _as_label_matrix(probs: Any, n_rows: int, n_labels: int) -> np.ndarray:
                              "(a label with one class in a training part?)")
         probs = np.stack([np.asarray(p)[:, 1] for p in probs], axis=1)
     probs = np.asarray(probs, dtype=np.float32)
+    if n_labels == 1 and probs.shape == (n_rows, 2) and classes is not None and np.array_equal(classes, [0, 1]):
+        probs = probs[:, 1:]
     if probs.shape != (n_rows, n_labels):
         raise ValueError(f"estimator.predict_proba returned shape {probs.shape}, expected ({n_rows}, {n_labels})")
     return probs

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from lsnpc._names import check_names, column_names, record_names
 from lsnpc._validation import (
     check_array,
     check_is_fitted,
@@ -77,11 +78,19 @@ class PostProcessorMixin:
     n_features_in_: int
     n_labels_: int
 
+    def _record_names(self, X: Any, pred_probs: Any) -> None:
+        """Remember the column names of fit's X and pred_probs (DataFrames), as ``feature_names_in_`` and
+        ``label_names_in_``; call before the arrays are converted."""
+        record_names(self, column_names(X), "feature_names_in_")
+        record_names(self, column_names(pred_probs), "label_names_in_")
+
     def _validate_predict(self, X: Any, pred_probs: Any) -> tuple[np.ndarray, np.ndarray]:
         check_is_fitted(self, "n_labels_")
+        check_names(self, column_names(X), "X", "feature_names_in_")
+        check_names(self, column_names(pred_probs), "pred_probs", "label_names_in_")
         X, pred_probs = _check_pair(X, pred_probs, "X", "pred_probs")
-        check_n_features(X, "X", self.n_features_in_, "features")
-        check_n_features(pred_probs, "pred_probs", self.n_labels_, "labels")
+        check_n_features(X, "X", self.n_features_in_, "features", type(self).__name__)
+        check_n_features(pred_probs, "pred_probs", self.n_labels_, "labels", type(self).__name__)
         return X, pred_probs
 
     def predict_proba(self, X: Any, pred_probs: Any) -> np.ndarray:  # pragma: no cover - abstract

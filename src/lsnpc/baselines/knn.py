@@ -21,7 +21,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 
-from lsnpc._validation import check_in_choices, check_random_state, check_scalar
+from lsnpc._sklearn import PostProcessorTagsMixin
+from lsnpc._validation import (
+    check_finite_output,
+    check_in_choices,
+    check_random_state,
+    check_scalar,
+)
 from lsnpc.baselines._common import PostProcessorMixin, validate_fit
 
 __all__ = ["KNNCorrector"]
@@ -56,7 +62,7 @@ def _vote(dist: np.ndarray, targets: np.ndarray, valid: np.ndarray, weights: str
     return np.divide((w * targets).sum(axis=1), total, out=out, where=total > 0)
 
 
-class KNNCorrector(PostProcessorMixin, BaseEstimator):
+class KNNCorrector(PostProcessorTagsMixin, PostProcessorMixin, BaseEstimator):
     """Per-label k-NN vote over confidently predicted (and clean) samples.
 
     Parameters
@@ -151,7 +157,9 @@ class KNNCorrector(PostProcessorMixin, BaseEstimator):
         self
         """
         self._check_params()
+        self._require_pred_probs(pred_probs)
         data = validate_fit(X, pred_probs, X_clean, y_clean, pred_probs_clean)
+        self._record_names(X, pred_probs)
         probs = data.pred_probs
         confident = (probs < self.low) | (probs > self.high)
         targets = (probs > self.high).astype(np.float64)
@@ -199,7 +207,8 @@ class KNNCorrector(PostProcessorMixin, BaseEstimator):
         labels = np.flatnonzero(~self.fallback_labels_)
         if labels.size:
             out[:, labels] = self._votes(X, labels)
-        return out.astype(np.float32)
+        # distances overflow on huge finite features (fit's or these): a NaN vote is refused, not returned
+        return check_finite_output(out.astype(np.float32), "X", X)
 
     def _votes(self, X: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Votes (n, len(labels)) from the shared search, widened only for rows that need it."""

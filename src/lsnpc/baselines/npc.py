@@ -45,8 +45,14 @@ from torch.distributions import LowRankMultivariateNormal
 from torch.nn import functional as F
 
 from lsnpc._numerics import minibatches, standardization
+from lsnpc._sklearn import PostProcessorTagsMixin
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
-from lsnpc._validation import check_bool, check_random_state, check_scalar
+from lsnpc._validation import (
+    check_bool,
+    check_finite_output,
+    check_random_state,
+    check_scalar,
+)
 from lsnpc.baselines._common import FitData, PostProcessorMixin, validate_fit
 
 __all__ = ["NPCCorrector"]
@@ -114,7 +120,7 @@ def _bernoulli_kl(logits: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
     return kl.sum(dim=1)
 
 
-class NPCCorrector(PostProcessorMixin, BaseEstimator):
+class NPCCorrector(PostProcessorTagsMixin, PostProcessorMixin, BaseEstimator):
     """Multilabel NPC: a VAE with the true labels as latent variable (see the module docstring).
 
     Parameters
@@ -236,6 +242,7 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
         self
         """
         self._check_params()
+        self._require_pred_probs(pred_probs)
         data = validate_fit(X, pred_probs, X_clean, y_clean, pred_probs_clean)
         if (X_val is None) != (y_val is None) or (X_val is None) != (pred_probs_val is None):
             raise ValueError("X_val, y_val and pred_probs_val go together: give all three or none")
@@ -245,6 +252,7 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
             raise ValueError(f"X_val, pred_probs_val must have {data.X.shape[1]} features and "
                              f"{data.pred_probs.shape[1]} labels (as X, pred_probs), got {val.X.shape[1]} and "
                              f"{val.pred_probs.shape[1]}")
+        self._record_names(X, pred_probs)
         device = resolve_device(self.device)
         seed = torch_seed_from(check_random_state(self.random_state))
         # Standardised inputs make one learning rate work across feature scales.
@@ -369,4 +377,4 @@ class NPCCorrector(PostProcessorMixin, BaseEstimator):
         with torch.no_grad(), num_threads(self.n_threads):
             for rows in torch.arange(x.shape[0], device=self.device_).split(4096):
                 out.append(torch.sigmoid(self.network_.encode(x[rows], p[rows])).cpu())
-        return torch.cat(out).numpy().astype(np.float32)
+        return check_finite_output(torch.cat(out).numpy().astype(np.float32), "X", X)

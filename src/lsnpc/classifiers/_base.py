@@ -17,12 +17,15 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import nn
 
+from lsnpc._names import check_names, column_names, record_names
 from lsnpc._numerics import minibatches, standardization
+from lsnpc._sklearn import MultilabelClassifierMixin, binary_target
 from lsnpc._torch import num_threads, resolve_device, seeded, to_tensor, torch_seed_from
 from lsnpc._validation import (
     check_array,
     check_binary_labels,
     check_bool,
+    check_finite_output,
     check_is_fitted,
     check_n_features,
     check_random_state,
@@ -59,7 +62,7 @@ class Standardize(nn.Module):
         return (x - self.mean) / self.scale
 
 
-class NetClassifier(BaseEstimator):
+class NetClassifier(MultilabelClassifierMixin, BaseEstimator):
     """Base class of the torch multilabel classifiers; not public.
 
     A scikit-learn estimator: the constructor only stores its parameters (``get_params``,
@@ -113,17 +116,18 @@ class NetClassifier(BaseEstimator):
                 shapes = " or ".join(
                     "(n_samples, n_features)" if k == 2 else "(n_samples, C, H, W)" for k in allowed
                 )
-                raise ValueError(f"{name} must have shape {shapes}, got {ndim} dimension(s)") from exc
+                hint = f"; Reshape your data: {name}.reshape(-1, 1) for one feature" if ndim == 1 else ""
+                raise ValueError(f"{name} must have shape {shapes}, got {ndim} dimension(s){hint}") from exc
             raise
         if out.ndim == 4 and min(out.shape[1:]) < 1:
             raise ValueError(f"{name} must have non-empty C, H and W, got shape {out.shape}")
         return out
 
-    @staticmethod
-    def _check_input_shape(X: np.ndarray, name: str, expected: tuple[int, ...]) -> None:
+    def _check_input_shape(self, X: np.ndarray, name: str, expected: tuple[int, ...]) -> None:
+        owner = type(self).__name__
         if X.shape[1:] != expected:
             if X.ndim == 2 and len(expected) == 1:
-                check_n_features(X, name, expected[0], "features (columns)")
+                check_n_features(X, name, expected[0], "features", owner)
             raise ValueError(
                 f"{name} has per-sample shape {X.shape[1:]}, but the estimator was fitted with "
                 f"{expected}"
@@ -144,8 +148,9 @@ class NetClassifier(BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features) (or (n_samples, C, H, W) where supported)
             Input features, finite floats.
-        y : array-like of shape (n_samples, n_labels)
-            0/1 training labels (the noisy ones, in the noisy-label setting).
+        y : array-like of shape (n_samples, n_labels), or (n_samples,)
+            0/1 training labels (the noisy ones, in the noisy-label setting). A 1-d y is one binary label, as in
+            scikit-learn: ``predict`` then returns its classes (n_samples,) and ``predict_proba`` (n_samples, 2).
         X_val, y_val : array-like, optional
             A validation set (same per-sample shape / same label count). When given, the weights of
             the epoch with the best validation micro-F1 (threshold 0.5) are kept, as in the paper;
@@ -156,7 +161,9 @@ class NetClassifier(BaseEstimator):
         self
         """
         self._check_params()
+        names = column_names(X)
         X = self._check_X(X, "X", min_samples=2)
+        y, binary_classes = binary_target(y)
         y = check_binary_labels(y, "y", min_samples=2)
         check_same_n_samples(X=X, y=y)
         if (X_val is None) != (y_val is None):
@@ -176,6 +183,8 @@ class NetClassifier(BaseEstimator):
             network = self._build_network(X, y.shape[1]).to(device)
             self._train(network, X, y, X_val, y_val, device, seed)
         network.eval()
+        record_names(self, names)
+        self._binary_classes = binary_classes
         self.input_shape_ = tuple(X.shape[1:])
         self.n_features_in_ = int(X.shape[1])
         self.n_labels_ = int(y.shape[1])
@@ -259,6 +268,7 @@ class NetClassifier(BaseEstimator):
 
     def _check_predict_input(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "network_")
+        check_names(self, column_names(X), "X", "feature_names_in_")
         X = self._check_X(X, "X")
         self._check_input_shape(X, "X", self.input_shape_)
         return X
@@ -273,17 +283,24 @@ class NetClassifier(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_labels), float32 in [0, 1]
-            Entry (i, k) is the predicted probability that label k applies to sample i.
+            Entry (i, k) is the predicted probability that label k applies to sample i. After a 1-d y,
+            (n_samples, 2): the probabilities of ``classes_[0]`` and ``classes_[1]``.
         """
+        return self._proba_out(self._probabilities(X))
+
+    def _probabilities(self, X: Any) -> np.ndarray:
+        """(n_samples, n_labels) probabilities, whatever y fit saw."""
         X = self._check_predict_input(X)
         device = next(self.network_.parameters()).device
         with num_threads(self.n_threads):
-            return self._predict_tensor(self.network_, X, device).numpy()
+            out = self._predict_tensor(self.network_, X, device).numpy()
+        return check_finite_output(out, "X", X)
 
     def predict(self, X: Any, threshold: float = 0.5) -> np.ndarray:
-        """0/1 predictions (n_samples, n_labels), int64: probability >= ``threshold``."""
+        """0/1 predictions (n_samples, n_labels), int64: probability >= ``threshold``. After a 1-d y: the class
+        of each row (n_samples,)."""
         check_scalar(threshold, "threshold", kind=Real, low=0.0, high=1.0)
-        return (self.predict_proba(X) >= threshold).astype(np.int64)
+        return self._labels_out((self._probabilities(X) >= threshold).astype(np.int64))
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: str | Path, *, overwrite: bool = False) -> None:

@@ -25,10 +25,13 @@ import numpy as np
 from lsnpc._io import atomic_write_json, user_path
 from lsnpc._saving import (
     CONFIG_NAME,
+    check_optional_fitted,
     check_target,
     is_int,
+    optional_fitted,
     read_config,
     read_tensors,
+    restore_optional_fitted,
     saved_folder,
     seal,
     write_tensors,
@@ -66,6 +69,7 @@ def save_classifier(model: Any, path: str | Path, *, classes: Mapping[str, type]
     if classes.get(name) is not type(model):
         raise ValueError(f"save writes lsnpc's own classifiers ({', '.join(classes)}), not {name}")
     fitted = {field: getattr(model, field) for field in _FITTED}
+    fitted.update(optional_fitted(model))
     arrays = {f"{_ARRAY_PREFIX}{field}": np.asarray(getattr(model, field)) for field in model._fitted_arrays}
     target = user_path(path)
     check_target(target, fmt=FORMAT, what="classifier", overwrite=overwrite, owned=OWNED_FILES)
@@ -96,6 +100,7 @@ def _check_fitted(raw: Any, config_path: Path) -> dict[str, Any]:
     history = raw["history_"]
     if not isinstance(history, dict) or not all(isinstance(v, list) for v in history.values()):
         raise bad("history_", "an object of lists")
+    check_optional_fitted(raw, config_path)
     return {**raw, "input_shape_": tuple(shape)}
 
 
@@ -149,6 +154,7 @@ def load_classifier(path: str | Path, *, classes: Mapping[str, type], device: st
     network.to(dev).eval()
     for field in _FITTED:
         setattr(model, field, fitted[field])
+    restore_optional_fitted(model, fitted)
     for field, value in arrays.items():
         setattr(model, field, value.astype(np.int64) if value.dtype.kind in "iub" else value)
     model.network_ = network

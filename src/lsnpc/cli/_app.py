@@ -140,7 +140,8 @@ def _user_errors(func: F | None = None, /, **flags: str) -> Any:
         except (ValueError, OSError, ImportError) as exc:
             # ValueError includes NotFittedError and ConfigError; ImportError = an optional extra is missing;
             # OSError: missing files, existing outputs, permissions, a full disk.
-            _error(str(exc), flags)
+            message = _with_flag(exc, kwargs) if isinstance(exc, OSError) else str(exc)
+            _error(message, flags)
             raise typer.Exit(code=1) from None
         except Exception as exc:
             if os.environ.get("LSNPC_TRACEBACK"):
@@ -150,6 +151,20 @@ def _user_errors(func: F | None = None, /, **flags: str) -> Any:
             raise typer.Exit(code=2) from None
 
     return wrapper
+
+
+def _with_flag(exc: OSError, kwargs: Mapping[str, Any]) -> str:
+    """An OSError's message led by the flag whose path it is about (``--out: ...``), when one of the command's path
+    arguments appears in it and no flag is named yet; a raw OSError's temporary file name is never shown."""
+    message = str(exc)
+    if message.startswith("--"):
+        return message
+    for name, value in kwargs.items():
+        paths = value if isinstance(value, list) else [value]
+        for path in paths:
+            if isinstance(path, Path) and str(path) in message:
+                return f"--{name.replace('_', '-')}: {message}"
+    return message
 
 
 def _expand_user(value: Any) -> Any:

@@ -124,6 +124,12 @@ def warn_if_flat(P: np.ndarray) -> None:
     """Warn of base probabilities that barely vary from row to row around a mean that is not small: an untrained
     model's or an early checkpoint's, which leave LSNPC little to correct. (A flat model around a small mean is
     what a weak but trained model on very sparse labels looks like; LSNPC gains there, so it gets no warning.)"""
+    if P.size and float(P.max()) == float(P.min()):  # one value everywhere (all zeros, say): nothing to correct from
+        warnings.warn(
+            f"pred_probs barely vary from row to row: every entry is {float(P.min()):g}. A base model like this "
+            "(untrained, or not its probabilities at all) leaves LSNPC nothing to correct: check what was passed",
+            UserWarning, stacklevel=3)
+        return
     sharpness, density = blending.base_sharpness(P), blending.base_density(P)
     if sharpness < blending.FLAT_SHARPNESS and density >= blending.SPARSE_DENSITY:
         warnings.warn(

@@ -21,9 +21,10 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import nn
 
+from .._names import check_names, column_names
 from .._numerics import standardization
+from .._sklearn import PostProcessorTagsMixin
 from .._torch import as_tensor, num_threads, resolve_device, seeded, torch_seed_from
-from ..model_selection import multilabel_folds
 from .._validation import (
     check_array,
     check_is_fitted,
@@ -33,6 +34,7 @@ from .._validation import (
     check_random_state,
     check_same_n_samples,
 )
+from ..model_selection import multilabel_folds
 from . import blend as blending
 from .checks import (
     check_labels,
@@ -45,7 +47,6 @@ from .config import ModelSpec, TrainingConfig, build_model
 from .inference import predict_corrected
 from .label_methods import LabelIssueMethods
 from .model import infer_output_dim
-from .names import check_names, column_names
 from .persistence import restore_corrector, save_corrector
 from .plan import FitPlan, make_plan
 from .report import Decision, FitReport
@@ -64,7 +65,7 @@ __all__ = ["LSNPC"]
 STUDENT_SHARE = 0.5
 
 
-class LSNPC(LabelIssueMethods, BaseEstimator):
+class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
     """Latent-space-shift noisy prediction correction (LSNPC) for multilabel classifiers.
 
     A post-processor: it never retrains the base classifier. From features X and the base model's probabilities
@@ -256,6 +257,7 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         self
         """
         self._check_params()
+        self._require_pred_probs(pred_probs)
         names = column_names(X), column_names(pred_probs)
         Xa = self._check_X(X, "X", min_samples=2)
         P = check_probabilities(pred_probs, "pred_probs", min_samples=2)
@@ -418,9 +420,9 @@ class LSNPC(LabelIssueMethods, BaseEstimator):
         check_same_n_samples(X=Xa, pred_probs=P)
         if Xa.shape[1:] != self.input_shape_:
             if Xa.ndim == 2:
-                check_n_features(Xa, "X", self.n_features_in_, "features")
+                check_n_features(Xa, "X", self.n_features_in_, "features", type(self).__name__)
             raise ValueError(f"X has sample shape {Xa.shape[1:]}, but fit saw {self.input_shape_}")
-        check_n_features(P, "pred_probs", self.n_labels_, "labels")
+        check_n_features(P, "pred_probs", self.n_labels_, "labels", type(self).__name__)
         warn_if_far_from_training(self.model_.data_encoder, Xa)
         return Xa, P
 

@@ -388,14 +388,20 @@ def clone_encoder(encoder: nn.Module) -> nn.Module:
 def infer_output_dim(encoder: nn.Module, example: torch.Tensor) -> int:
     """Run ``encoder`` on one example batch (in eval mode) to learn its embedding width.
 
-    The example is moved to the encoder's device; the encoder itself is left where it is.
+    The example is moved to the encoder's device; the encoder itself is left where it is, every submodule in the
+    mode it was in.
     """
     device = next(iter(encoder.parameters()), example).device
-    was_training = encoder.training
+    # every submodule's own mode, restored one by one: a caller's module may hold parts in eval mode (frozen
+    # batch norm, say) inside a module in train mode, and train(was_training) would switch them all
+    modes = [(module, module.training) for module in encoder.modules()]
     encoder.eval()
-    with torch.no_grad():
-        out = encoder(example.to(device))
-    encoder.train(was_training)
+    try:
+        with torch.no_grad():
+            out = encoder(example.to(device))
+    finally:
+        for module, training in modes:
+            module.training = training
     if out.ndim != 2:
         raise ValueError(
             f"encoder must map a batch of X to a 2-d (batch, embedding) tensor, got shape {tuple(out.shape)}"

@@ -32,7 +32,10 @@ def read_mulan_label_names(xml_path: str | os.PathLike[str]) -> list[str]:
 
     Hierarchical files (labels nested inside labels) list every label, parents first.
     """
-    root = ET.parse(xml_path).getroot()
+    try:
+        root = ET.parse(xml_path).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"{xml_path} is not a well-formed XML file: {exc}") from exc
     names = [
         el.attrib["name"]
         for el in root.iter()
@@ -116,6 +119,8 @@ def _read_dense_numeric(path: Path, header: _Header) -> np.ndarray | None:
     except (ValueError, pd.errors.ParserError):
         return None
     if table.shape != (header.n_rows, len(header.attributes)):
+        return None
+    if np.isnan(table).any():  # a '?' or a short row (pandas fills both with NaN): the general parser tells them apart
         return None
     return table
 
@@ -210,6 +215,24 @@ def load_mulan(
     arff_path = Path(arff_path)
     source = Path(xml_path) if xml_path is not None else arff_path
     label_set = set(read_mulan_label_names(source) if xml_path is not None else label_names or ())
+    try:
+        return _load(arff_path, source, label_set, name=name, split=split, fast=fast)
+    except ValueError:
+        raise
+    except Exception as exc:  # liac-arff's parse errors (BadDataFormat and the like) are the file's, not ours
+        if type(exc).__module__.split(".")[0] != "arff":
+            raise
+        raise ValueError(f"{arff_path} is not a well-formed ARFF file: {_short(str(exc))}") from exc
+
+
+def _short(message: str, limit: int = 160) -> str:
+    """A parser's message cut to ``limit`` characters (liac-arff quotes a whole bad row, which may be huge)."""
+    return message if len(message) <= limit else message[:limit] + " ..."
+
+
+def _load(arff_path: Path, source: Path, label_set: set[str], *, name: str | None, split: str,
+          fast: bool) -> MultilabelDataset:
+    """:func:`load_mulan` once the label names are known (``source``: the file that named them)."""
     header = _parse_header(arff_path)
     attr_names = [a for a, _ in header.attributes]
     missing = sorted(label_set - set(attr_names))

@@ -23,8 +23,10 @@ driver.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -57,8 +59,16 @@ def _init_worker(threads: int, parent_pid: int | None = None) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    # a worker's warnings reach the terminal as the command's own do: one line each, not Python's file-and-line
+    warnings.showwarning = _warning_line
     if parent_pid is not None:
         _exit_with_parent(parent_pid)
+
+
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """``warnings.showwarning`` in a worker process: ``warning: <message>`` on one line of stderr."""
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
 
 
 def _exit_with_parent(parent_pid: int, interval_s: float = 1.0) -> None:

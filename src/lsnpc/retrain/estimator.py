@@ -11,10 +11,13 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
+from .._names import check_names, column_names, record_names
+from .._sklearn import MultilabelClassifierMixin, binary_target
 from .._validation import (
     _is_index_lists,
     check_array,
     check_bool,
+    check_finite_output,
     check_in_choices,
     check_is_fitted,
     check_multilabel,
@@ -33,7 +36,7 @@ CHANGED_ROWS = ("drop", "relabel")
 _OWN = ("random_state", "device", "n_threads")
 
 
-class CorrectedLabelsClassifier(BaseEstimator):
+class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
     """Retrain a multilabel classifier on corrected labels, and keep what clean validation rows prefer.
 
     ``fit(X, y, X_val=..., y_val=...)`` takes noisy training labels ``y`` and does, in order:
@@ -206,8 +209,11 @@ class CorrectedLabelsClassifier(BaseEstimator):
                 raise ValueError(f"corrector_params: LSNPC has no parameter {key!r}")
         return dict(params)
 
-    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any, n_labels: int | None) -> tuple[np.ndarray, ...]:
+    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any, n_labels: int | None) -> tuple[Any, ...]:
         Xa = check_array(X, "X", ndim=2, min_samples=2)
+        y, binary_classes = binary_target(y)
+        if binary_classes is not None and y_val is not None and np.ndim(y_val) == 1:
+            y_val = (np.asarray(y_val) == binary_classes[1]).astype(np.int64).reshape(-1, 1)
         if n_labels is None and _is_index_lists(y, None):
             n_labels = _widest_index(y, y_val if _is_index_lists(y_val, None) else None)
         elif n_labels is not None and not _is_index_lists(y, n_labels) and np.ndim(y) == 2 and np.shape(y)[1] != n_labels:
@@ -219,9 +225,9 @@ class CorrectedLabelsClassifier(BaseEstimator):
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together (or neither)")
         if X_val is None:
-            return Xa, Y, None, None
+            return Xa, Y, None, None, binary_classes
         Xv = check_array(X_val, "X_val", ndim=2)
-        check_n_features(Xv, "X_val", Xa.shape[1], "features (columns)")
+        check_n_features(Xv, "X_val", Xa.shape[1], "features", "X")
         if not isinstance(y_val, (list, tuple)) and np.ndim(y_val) == 2 and np.shape(y_val)[1] != Y.shape[1]:
             raise ValueError(f"y_val has {np.shape(y_val)[1]} label columns, but y has {Y.shape[1]}")
         Yv = check_multilabel(y_val, "y_val", n_labels=Y.shape[1])
@@ -232,7 +238,7 @@ class CorrectedLabelsClassifier(BaseEstimator):
         if len(Yv) < self.val_folds:
             raise ValueError(f"X_val has {len(Yv)} rows; scoring the candidates in val_folds={self.val_folds} "
                              f"parts needs at least {self.val_folds}")
-        return Xa, Y, Xv, Yv
+        return Xa, Y, Xv, Yv, binary_classes
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -251,8 +257,9 @@ class CorrectedLabelsClassifier(BaseEstimator):
         ----------
         X : array (n, d)
             Training features.
-        y : array (n, L) of 0/1, or a list of n lists of label indices
-            The (noisy) training labels.
+        y : array (n, L) of 0/1, or a list of n lists of label indices, or a 1-d array (n,)
+            The (noisy) training labels. A 1-d y is one binary label, as in scikit-learn: ``predict`` then returns
+            its classes (n,) and ``predict_proba`` (n, 2).
         X_val, y_val : arrays (m, d) and (m, L) (or lists of label indices), optional
             Clean validation rows, never trained on: they choose the candidate and the threshold. At least
             ``val_folds`` rows, with at least one positive label.
@@ -270,7 +277,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
         from ..model_selection import cross_val_pred_probs
 
         self._check_params()
-        Xa, Y, Xv, Yv = self._check_data(X, y, X_val, y_val, n_labels)
+        names = column_names(X)
+        Xa, Y, Xv, Yv, binary_classes = self._check_data(X, y, X_val, y_val, n_labels)
         rng = check_random_state(self.random_state)
         fold_seed, correct_seed, lsnpc_seed, model_seed, val_seed = (int(s) for s in rng.integers(2**31 - 1, size=5))
         template = self._template(model_seed)
@@ -345,6 +353,8 @@ class CorrectedLabelsClassifier(BaseEstimator):
                                      val_rows=0 if Yv is None else len(Yv), folds=0 if Yv is None else self.val_folds,
                                      scoring=scoring, labels_changed=int((corrected != Y).sum()), n_entries=int(Y.size),
                                      rows_trained=int(rows.sum()), n_rows=len(Y))
+        record_names(self, names)
+        self._binary_classes = binary_classes
         self.n_features_in_ = int(Xa.shape[1])
         self.n_labels_ = int(Y.shape[1])
         return self
@@ -359,20 +369,29 @@ class CorrectedLabelsClassifier(BaseEstimator):
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Per-label probabilities (n, L) float32 of the kept candidate (the mean of its components')."""
+        """Per-label probabilities (n, L) float32 of the kept candidate (the mean of its components'); after a 1-d
+        y, (n, 2): the probabilities of ``classes_[0]`` and ``classes_[1]``."""
+        return self._proba_out(self._probabilities(X))
+
+    def _probabilities(self, X: Any) -> np.ndarray:
+        """(n, L) probabilities of the kept candidate, whatever y fit saw."""
         check_is_fitted(self, "models_")
+        check_names(self, column_names(X), "X", "feature_names_in_")
         Xa = check_array(X, "X", ndim=2)
-        check_n_features(Xa, "X", self.n_features_in_, "features (columns)")
+        check_n_features(Xa, "X", self.n_features_in_, "features", type(self).__name__)
         base = {name: _probs(model, Xa, self.n_labels_) for name, model in self.models_.items()}
         parts = _part_probs(base, self.correctors_, self.report_.components, Xa)
-        return np.mean([parts[name] for name in self.report_.components], axis=0).astype(np.float32)
+        out = np.mean([parts[name] for name in self.report_.components], axis=0).astype(np.float32)
+        return check_finite_output(out, "X", Xa)
 
     def predict(self, X: Any, threshold: float | None = None) -> np.ndarray:
-        """0/1 labels (n, L) int64: probability >= ``threshold`` (default ``threshold_``)."""
+        """0/1 labels (n, L) int64: probability >= ``threshold`` (default ``threshold_``); after a 1-d y, the class
+        of each row (n,)."""
         check_is_fitted(self, "models_")
         if threshold is not None:
             check_scalar(threshold, "threshold", low=0.0, high=1.0)
-        return (self.predict_proba(X) >= (self.threshold_ if threshold is None else threshold)).astype(np.int64)
+        chosen = self.threshold_ if threshold is None else threshold
+        return self._labels_out((self._probabilities(X) >= chosen).astype(np.int64))
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path, *, overwrite: bool = False) -> None:
@@ -424,7 +443,7 @@ def _probs(model: Any, X: np.ndarray, n_labels: int) -> np.ndarray:
     """``model.predict_proba(X)`` as an (n, L) float32 array (scikit-learn's list of (n, 2) arrays too)."""
     from ..model_selection import _as_label_matrix
 
-    return _as_label_matrix(model.predict_proba(X), len(X), n_labels)
+    return _as_label_matrix(model.predict_proba(X), len(X), n_labels, getattr(model, "classes_", None))
 
 
 def _scoring_name(scoring: Any) -> str:

@@ -28,11 +28,14 @@ from .._io import atomic_write_json, user_path
 from .._saving import (
     CONFIG_NAME,
     check_file,
+    check_optional_fitted,
     check_target,
     file_digest,
     is_int,
+    optional_fitted,
     read_config,
     read_tensors,
+    restore_optional_fitted,
     saved_folder,
     seal,
     write_tensors,
@@ -110,7 +113,8 @@ def save_retrained(model: Any, path: str | Path, *, overwrite: bool = False) -> 
             config = {"format": FORMAT, "format_version": FORMAT_VERSION, "lsnpc_version": __version__,
                       "params": params, "files": digests,
                       "fitted": {"report_": model.report_.to_dict(), "threshold_": model.threshold_,
-                                 "n_features_in_": model.n_features_in_, "n_labels_": model.n_labels_}}
+                                 "n_features_in_": model.n_features_in_, "n_labels_": model.n_labels_,
+                                 **optional_fitted(model)}}
             atomic_write_json(tmp / CONFIG_NAME, seal(config))
     return target
 
@@ -136,6 +140,7 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
         report = RetrainReport.from_dict(fitted.get("report_"))
     except ValueError as exc:
         raise ValueError(f"{config_path} is damaged: {exc}") from exc
+    check_optional_fitted(fitted, config_path)
     n_features, n_labels, threshold = (fitted.get(k) for k in ("n_features_in_", "n_labels_", "threshold_"))
     if not all(is_int(v, 1) for v in (n_features, n_labels)):
         raise ValueError(f"{config_path} is damaged: n_features_in_ and n_labels_ must be positive integers")
@@ -187,4 +192,5 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
     model.threshold_ = float(threshold)
     model.report_ = report
     model.n_features_in_, model.n_labels_ = n_features, n_labels
+    restore_optional_fitted(model, fitted)
     return model

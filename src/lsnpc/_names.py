@@ -1,4 +1,4 @@
-"""Column names of the arrays a corrector is fitted on, remembered and checked as scikit-learn does.
+"""Column names of the arrays an estimator is fitted on, remembered and checked as scikit-learn does.
 
 A DataFrame whose columns are all strings gives its names (``feature_names_in_`` for X, ``label_names_in_`` for
 the probabilities); rows predicted later must come with the same names in the same order, since a corrector reads
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["column_names", "check_names"]
+__all__ = ["column_names", "check_names", "record_names"]
 
 
 def column_names(data: Any) -> np.ndarray | None:
@@ -56,3 +56,12 @@ def check_names(estimator: Any, names: np.ndarray | None, argument: str, attribu
         f"not seen in fit: {', '.join(unseen)}" if unseen else "", f"missing: {', '.join(missing)}" if missing else "")
         if part)
     raise ValueError(f"{argument}'s column names differ from those {kind} was fitted with ({said})")
+
+
+def record_names(estimator: Any, names: np.ndarray | None, attribute: str = "feature_names_in_") -> None:
+    """Set ``estimator.<attribute>`` to ``names`` (from :func:`column_names` of what fit was given), or remove it
+    when there are none (a refit on an array forgets the names of an earlier fit)."""
+    if names is None:
+        estimator.__dict__.pop(attribute, None)
+    else:
+        setattr(estimator, attribute, names)
