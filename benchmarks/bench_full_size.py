@@ -277,11 +277,11 @@ def _fitted_rows(method: str, methods: tuple[str, ...], params: dict, key: dict,
     seconds = time.perf_counter() - started
     Q = corrector.predict_proba(Xt, P_te)
     t = corrector.threshold_
+    at_half = _scored(Yt, Q, 0.5)
     rows = [dict(key, method=method, **_scored(Yt, Q, t), seconds=seconds, threshold=t,
                  base_weight=corrector.base_weight_, blend=corrector.report_["blend"].method,
                  threshold_method=corrector.report_["threshold"].method, epoch=corrector.best_epoch_,
-                 epochs=corrector.epochs_, micro_at_half=_scored(Yt, Q, 0.5)["micro"],
-                 macro_at_half=_scored(Yt, Q, 0.5)["macro"])]
+                 epochs=corrector.epochs_, micro_at_half=at_half["micro"], macro_at_half=at_half["macro"])]
     if method == "lsnpc":
         for derived in (m for m in methods if m in DERIVED):
             if corrector.report_.plan.evidence == "validation":

@@ -91,6 +91,13 @@ def _range_verdict(change: Any, low: float, high: float) -> str:
     return "agrees" if inside.all() else "disagrees"
 
 
+def _mean_verdict(change: Any, low: float = -float("inf"), high: float = float("inf")) -> str:
+    """"agrees" when the mean change lies in [low, high]."""
+    if change.empty:
+        return "not run"
+    return "agrees" if low <= change.mean() <= high else "disagrees"
+
+
 def reproduction_rows(df: Any) -> list[Row]:
     """The table's rows from the runs of configs/reproduction.yaml (a results DataFrame)."""
     noisy = (0.3, 0.5)
@@ -109,8 +116,7 @@ def reproduction_rows(df: Any) -> list[Row]:
     ablation = _paired(df, "lsnpc-paper", "gauss-paper", noisy)
     rows.append(Row("Table 4: Student-t latents at least as good as Normal (GAUSS)",
                     "Student-t \"at least as good as\" Normal; Normal better in \"certain scenarios\"", _describe(ablation),
-                    "agrees" if not ablation.empty and ablation.mean() >= -0.5 else
-                    ("not run" if ablation.empty else "disagrees"),
+                    _mean_verdict(ablation, low=-0.5),
                     "gauss-paper: the same recipe with latent='gauss'; agrees when Student-t is no more than 0.5 "
                     "point behind on average"))
     semi = _paired(df, "lsnpc-paper-semi", "lsnpc-paper", noisy)
@@ -119,8 +125,7 @@ def reproduction_rows(df: Any) -> list[Row]:
     npc = _paired(df, "npc", "none", noisy)
     rows.append(Row("Fig. 2: the direct NPC extension does not learn the true labels",
                     "training loss falls, validation loss and F1 fluctuate; excluded from the comparisons",
-                    _describe(npc), ("agrees" if not npc.empty and npc.mean() <= 1.0 else
-                                     ("not run" if npc.empty else "disagrees")),
+                    _describe(npc), _mean_verdict(npc, high=1.0),
                     "agrees when NPC gains at most 1 point over the base model; its curves: `lsnpc report` "
                     "draws figure2_*.png from these runs"))
     knn = _paired(df, "lsnpc-paper", "knn", noisy)

@@ -21,6 +21,15 @@ from ._app import (
 )
 
 
+def _check_picture_out(out: Path, inputs: dict[str, Path], force: bool) -> None:
+    """--out must name a picture file (.png, .pdf, .svg, .jpg) that is none of the command's ``inputs`` and, without
+    --force, does not exist yet."""
+    if out.suffix.lower() not in (".png", ".pdf", ".svg", ".jpg", ".jpeg"):
+        raise ValueError(f"--out must end in .png, .pdf, .svg or .jpg; got {str(out)!r}")
+    _refuse_input_as_output("--out", out, inputs)
+    _refuse_existing(out, force)
+
+
 @app.command("plot-training")
 @_user_errors(path="--out")
 def plot_training(
@@ -35,10 +44,7 @@ def plot_training(
 
     if not model.is_dir():
         raise FileNotFoundError(f"MODEL: model folder not found: {model}")
-    if out.suffix.lower() not in (".png", ".pdf", ".svg", ".jpg", ".jpeg"):
-        raise ValueError(f"--out must end in .png, .pdf, .svg or .jpg; got {str(out)!r}")
-    _refuse_input_as_output("--out", out, {"MODEL": model})
-    _refuse_existing(out, force)
+    _check_picture_out(out, {"MODEL": model}, force)
     try:
         corrector = LSNPC.load(model)
     except ValueError as exc:
@@ -86,10 +92,7 @@ def gradcam(
 
     if not images.is_file():
         raise FileNotFoundError(f"IMAGES: file not found: {images}")
-    if out.suffix.lower() not in (".png", ".pdf", ".svg", ".jpg", ".jpeg"):
-        raise ValueError(f"--out must end in .png, .pdf, .svg or .jpg; got {str(out)!r}")
-    _refuse_input_as_output("--out", out, {"IMAGES": images})
-    _refuse_existing(out, force)
+    _check_picture_out(out, {"IMAGES": images}, force)
     _check_device(device)
     with np.load(images, allow_pickle=False) as arrays:
         missing = [key for key in ("images", "labels") if key not in arrays]

@@ -229,6 +229,10 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             raise ValueError(f"{name} must have at least 2 dimensions (n_samples, ...), got shape {np.shape(X)}")
         return check_array(X, name, ndim=np.ndim(X), min_samples=min_samples)
 
+    def _threshold_candidates(self) -> tuple[float, ...] | str:
+        """``threshold_grid`` checked: "auto" or a sorted tuple (every threshold step's candidates)."""
+        return check_thresholds(self.threshold_grid, "threshold_grid", auto=True)
+
     # ------------------------------------------------------------------ fit
     def fit(
         self, X: Any, pred_probs: Any, *, labels: Any = None, X_clean: Any = None, y_clean: Any = None,
@@ -338,7 +342,7 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
                 selection=plan.selection, n_holdout=plan.n_holdout, rng=rng, device=self.device_, on_epoch=on_epoch,
                 val_threshold=None if plan.threshold == "tuned on validation" else float(
                     self.threshold if plan.threshold == "given" else 0.5),
-                thresholds=check_thresholds(self.threshold_grid, "threshold_grid", auto=True))
+                thresholds=self._threshold_candidates())
         self.model_, self.predict_seed_ = model, predict_seed
         self.n_features_in_, self.input_shape_ = int(np.prod(X.shape[1:])), tuple(int(s) for s in X.shape[1:])
         self.n_labels_, self.data_dim_ = P.shape[1], model.label_decoder.data_dim
@@ -372,7 +376,7 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             w, evidence = blending.test_on_validation(
                 y_val, self._output(X_val, p_val), p_val, candidates=tuple(self.blend_candidates),
                 confidence=float(self.blend_confidence), folds=folds, rng=rng,
-                thresholds=check_thresholds(self.threshold_grid, "threshold_grid", auto=True))
+                thresholds=self._threshold_candidates())
             return Decision("blend", w, plan.blend, evidence)
         if plan.blend == "noisy-label test":
             w, evidence = blending.test_on_noisy_labels(
@@ -387,7 +391,7 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         """Step 5: ``predict``'s threshold, for the output as blended (:mod:`lsnpc.corrector.threshold`)."""
         if plan.threshold == "given":
             return Decision("threshold", float(self.threshold), "given")
-        grid = check_thresholds(self.threshold_grid, "threshold_grid", auto=True)
+        grid = self._threshold_candidates()
         if plan.threshold == "tuned on validation":
             curve = tune_threshold(val[1], self._blended(val[0], val[2]), thresholds=grid)
             return Decision("threshold", curve.threshold, plan.threshold, curve.to_dict())

@@ -219,15 +219,16 @@ def _best(grid: Sequence[float], scores: Sequence[float]) -> float:
     return max(t for t, s in zip(grid, scores) if s >= top - 1e-12)
 
 
-def _label_threshold(column: np.ndarray, truth: np.ndarray) -> float | None:
+def _label_threshold(column: np.ndarray, truth: np.ndarray, grid: Sequence[float] | None = None) -> float | None:
     """The threshold maximising one label's F1 on its scores ``column`` (n,) against ``truth`` (n,) 0/1, among
-    :func:`candidate_thresholds` of its positives' scores (ties: the highest); None when it has no positive."""
-    grid = np.asarray(candidate_thresholds(column[truth == 1]))
-    if not grid.size:
+    ``grid`` or, when None, :func:`candidate_thresholds` of its positives' scores (ties: the highest); None when
+    there is no candidate."""
+    candidates = np.asarray(candidate_thresholds(column[truth == 1]) if grid is None else grid)
+    if not candidates.size:
         return None
-    tp, fp, fn = (a[:, 0] for a in _counts_at(truth[:, None], column[:, None], grid))
+    tp, fp, fn = (a[:, 0] for a in _counts_at(truth[:, None], column[:, None], candidates))
     f1 = 2 * tp / np.maximum(2 * tp + fp + fn, 1e-12)
-    return _best(grid.tolist(), f1.tolist())
+    return _best(candidates.tolist(), f1.tolist())
 
 
 def tune_threshold(
@@ -299,15 +300,9 @@ def tune_threshold(
         return ThresholdCurve(threshold=chosen, thresholds=tuple(grid), scores=scores, scoring=name, n_rows=len(y),
                               bagged=bagged)
     label_thresholds, tuned = [], 0
-    fixed = thresholds != AUTO
+    own_grid = None if isinstance(thresholds, str) else grid  # "auto": each label's own positives' range
     for j in range(y.shape[1]):
-        own = None
-        if y[:, j].sum() >= min_positives:
-            if fixed:
-                tp, fp, fn = (a[:, 0] for a in _counts_at(y[:, j:j + 1], p[:, j:j + 1], np.asarray(grid)))
-                own = _best(grid, (2 * tp / np.maximum(2 * tp + fp + fn, 1e-12)).tolist())
-            else:
-                own = _label_threshold(p[:, j], y[:, j])
+        own = _label_threshold(p[:, j], y[:, j], own_grid) if y[:, j].sum() >= min_positives else None
         tuned += own is not None
         label_thresholds.append(chosen if own is None else float(own))
     return ThresholdCurve(threshold=chosen, thresholds=tuple(grid), scores=scores, scoring=name, n_rows=len(y),

@@ -41,9 +41,12 @@ def _slug(*parts: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "_".join(str(p) for p in parts)).strip("_")
 
 
-def _save(fig: Any, path: Path) -> None:
+def _save(fig: Any, path: Path) -> Path:
+    """Write ``fig`` to ``path`` (a temporary file, then renamed), close it, and return ``path``."""
     with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=110)
+    _pyplot().close(fig)
+    return path
 
 
 def plot_f1_vs_noise(df: Any, out_dir: Path) -> list[Path]:
@@ -71,10 +74,7 @@ def plot_f1_vs_noise(df: Any, out_dir: Path) -> list[Path]:
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside right upper", fontsize=8)  # beside the plots, hiding no point
         fig.suptitle(f"{dataset}, {kind} noise, base {clf}")
-        path = out_dir / f"f1_vs_noise_{_slug(dataset, kind, clf)}.png"
-        _save(fig, path)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out_dir / f"f1_vs_noise_{_slug(dataset, kind, clf)}.png"))
     return paths
 
 
@@ -118,10 +118,7 @@ def plot_sensitivity(df: Any, out_dir: Path) -> list[Path]:
             ax.set_title(metric.replace("_", "-") + " (%)")
             fig.colorbar(image, ax=ax)
         fig.suptitle(f"Fig. 4, sensitivity: {dataset}, {kind} {100 * rate:g}%, base {clf}")
-        path = out_dir / f"figure4_sensitivity_{_slug(dataset, kind, rate, clf)}.png"
-        _save(fig, path)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out_dir / f"figure4_sensitivity_{_slug(dataset, kind, rate, clf)}.png"))
     return paths
 
 
@@ -195,10 +192,7 @@ def plot_histories(df: Any, out_dir: Path) -> list[Path]:
             ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"training: {dataset}, base {clf}, {proc}")
-        path = out_dir / f"history_{_slug(dataset, clf, proc)}.png"
-        _save(fig, path)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out_dir / f"history_{_slug(dataset, clf, proc)}.png"))
     return paths
 
 
@@ -232,10 +226,7 @@ def plot_npc_training(df: Any, out_dir: Path) -> list[Path]:
             if len(keys) > 1:
                 ax.legend(fontsize=8)
         fig.suptitle(f"Fig. 2: NPC extension on {dataset}, {kind} {100 * rate:g}%, base {clf} ({proc})")
-        path = out_dir / f"figure2_{_slug(dataset, kind, rate, clf, proc)}.png"
-        _save(fig, path)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out_dir / f"figure2_{_slug(dataset, kind, rate, clf, proc)}.png"))
     return paths
 
 
@@ -268,10 +259,7 @@ def plot_semi_supervised(df: Any, out_dir: Path) -> list[Path]:
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside right upper", fontsize=8)
         fig.suptitle(f"Fig. 3, unsupervised and semi-supervised: {dataset}, {kind} noise")
-        path = out_dir / f"figure3_{_slug(dataset, kind)}.png"
-        _save(fig, path)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out_dir / f"figure3_{_slug(dataset, kind)}.png"))
     return paths
 
 
