@@ -148,6 +148,8 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         post_hoc: bool = True,
         val_folds: int = 5,
         min_gain_se: float = 1.0,
+        fallback_se: float = 1.0,
+        min_positive_fraction: float | None = 1.0,
         thresholds: Sequence[float] | str = AUTO,
         scoring: str | Callable[[np.ndarray, np.ndarray], float] = "micro+macro",
         corrector_params: Mapping[str, Any] | None = None,
@@ -161,6 +163,8 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         self.post_hoc = post_hoc
         self.val_folds = val_folds
         self.min_gain_se = min_gain_se
+        self.fallback_se = fallback_se
+        self.min_positive_fraction = min_positive_fraction
         self.thresholds = thresholds
         self.scoring = scoring
         self.corrector_params = corrector_params
@@ -183,6 +187,9 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         check_bool(self.post_hoc, "post_hoc")
         check_scalar(self.val_folds, "val_folds", kind=Integral, low=2)
         check_scalar(self.min_gain_se, "min_gain_se", low=0.0)
+        check_scalar(self.fallback_se, "fallback_se", low=0.0)
+        if self.min_positive_fraction is not None:
+            check_scalar(self.min_positive_fraction, "min_positive_fraction", low=0.0, high=1.0)
         check_thresholds(self.thresholds, auto=True)
         if not callable(self.scoring) and self.scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {', '.join(map(repr, SCORINGS))} or a callable "
@@ -298,7 +305,8 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         P = cross_val_pred_probs(template, Xa, Y, cv=self.cv, random_state=fold_seed)
         progress.next()
         corrected = correct_labels(Y, P, features=Xa, random_state=correct_seed, device=self.device,
-                                   n_threads=self.n_threads, **params)
+                                   n_threads=self.n_threads, min_positive_fraction=self.min_positive_fraction,
+                                   **params)
         progress.next()
         rows = (corrected == Y).all(axis=1) if self.changed_rows == "drop" else np.ones(len(Y), dtype=bool)
         if rows.sum() < self.cv:  # too few unchanged rows to retrain (and cross-fit) on
@@ -329,14 +337,15 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         parts = tuple(n for n in compared if n in correctors) if correctors and Xv is not None else compared
         min_val_rows = int(params.get("min_val_rows", LSNPC().min_val_rows))
         eligible = parts if Xv is not None and len(Yv) >= min_val_rows else ()
-        kept, scores, scoring, threshold = "mean", (), _scoring_name(self.scoring), 0.5
+        kept, scores, scoring, threshold, given_test = "mean", (), _scoring_name(self.scoring), 0.5, None
         if Xv is not None:
             progress.next()
             val_probs = _part_probs(val_base, correctors, compared, Xv)
             val_probs = {"mean": np.mean([val_probs[name] for name in parts], axis=0), **val_probs}
-            kept, scores, scoring = choose(Yv, val_probs, n_folds=self.val_folds, random_state=val_seed,
-                                           thresholds=self.thresholds, scoring=self.scoring,
-                                           min_gain_se=self.min_gain_se, eligible=eligible)
+            kept, scores, scoring, given_test = choose(
+                Yv, val_probs, n_folds=self.val_folds, random_state=val_seed, thresholds=self.thresholds,
+                scoring=self.scoring, min_gain_se=self.min_gain_se, eligible=eligible, fallback="noisy",
+                fallback_se=self.fallback_se)
             threshold = next(s.threshold for s in scores if s.name == kept)
         progress.done()
 
@@ -352,7 +361,7 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
                                      eligible=eligible, min_val_rows=min_val_rows,
                                      val_rows=0 if Yv is None else len(Yv), folds=0 if Yv is None else self.val_folds,
                                      scoring=scoring, labels_changed=int((corrected != Y).sum()), n_entries=int(Y.size),
-                                     rows_trained=int(rows.sum()), n_rows=len(Y))
+                                     rows_trained=int(rows.sum()), n_rows=len(Y), given_test=given_test)
         record_names(self, names)
         self._binary_classes = binary_classes
         self.n_features_in_ = int(Xa.shape[1])
