@@ -706,8 +706,18 @@ def test_cli_correct_labels_writes_them_and_never_overwrites_an_input(scene, sce
     assert "label entries" in result.stdout
     written = pd.read_csv(scene_files / "fixed.csv")
     assert list(written.columns) == [f"c{j}" for j in range(6)]  # the labels' names kept
-    np.testing.assert_array_equal(written.to_numpy(), correct_labels(scene["Yn"], P, features=scene["X"], random_state=0))
+    np.testing.assert_array_equal(written.to_numpy(), correct_labels(scene["Yn"], P, features=scene["X"], random_state=0,
+                                                                     min_positive_fraction=1.0))
     np.testing.assert_array_equal(written.to_numpy(), fixed)  # the same probabilities the command computed
+    assert (fixed.sum(axis=0) >= scene["Yn"].sum(axis=0)).all()  # no label left fewer positives than given
+    result = lsnpc_cli("correct-labels", "--features", "X.npy", "--labels", "Y.csv", "--probs", "P.npy", "--out",
+                       "raw.npy", "--min-positive-fraction", "0", cwd=scene_files)
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(scene_files / "raw.npy"),
+                                  correct_labels(scene["Yn"], P, features=scene["X"], random_state=0))
+    result = lsnpc_cli("correct-labels", "--features", "X.npy", "--labels", "Y.csv", "--probs", "P.npy", "--out",
+                       "bad.npy", "--min-positive-fraction", "2", cwd=scene_files)
+    assert result.returncode == 1 and "--min-positive-fraction must be <= 1" in result.stderr, result.stderr
 
     for out, force, message in (("fixed.npy", False, "--force"), ("Y.csv", True, "is also --labels"),
                                 ("X.npy", True, "never writes over its own input")):

@@ -44,7 +44,8 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
     1. out-of-fold probabilities of ``clone(estimator)`` on the noisy labels
        (:func:`lsnpc.cross_val_pred_probs`, ``cv`` multilabel-stratified folds);
     2. corrected labels from them (:func:`lsnpc.correct_labels`: each given positive moved to the label it
-       most likely came from under the estimated noise), kept as ``labels_``;
+       most likely came from under the estimated noise; a label the correction would leave with fewer than
+       ``min_positive_fraction`` of its given positives keeps them all), kept as ``labels_``;
     3. a fresh clone fitted on the corrected labels: by default on the rows the correction left unchanged
        (``changed_rows="drop"``), or on every row with its corrected labels (``"relabel"``); and a clone
        fitted on the given labels;
@@ -60,7 +61,11 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
        it by ``min_gain_se`` standard errors in both micro- and macro-F1 (:mod:`lsnpc.retrain.selection`), at
        the threshold chosen on all the rows. With fewer validation rows than LSNPC's ``min_val_rows`` (10),
        LSNPC trains on them and their scores are in-sample: the mean is kept. Without validation rows the mean
-       is kept, at 0.5.
+       is kept, at 0.5;
+    6. with validation rows, the test against the given labels: the model trained on them, at the threshold
+       :func:`lsnpc.tune_threshold` chooses for it, is kept instead when it beats step 5's choice by more than
+       ``fallback_se`` bootstrap standard errors in micro- *or* macro-F1 on the same cross-fitted folds
+       (``report_.given_test``). Where the given labels were right, retraining on "corrected" ones can only lose.
 
     Why the mean: each candidate wins somewhere and loses somewhere else (dropping rows helps micro-F1 and
     can cost rare labels their positives; LSNPC helps macro-F1 and can cost micro-F1; ``LSNPC()`` post-hoc on
@@ -96,6 +101,18 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
         bootstrap standard errors of the difference, in micro- and in macro-F1. One standard error is the
         usual rule for preferring the safer of two models whose scores differ by noise (Breiman et al.'s
         one-standard-error rule); 0 keeps whichever scores higher in both.
+    fallback_se : float >= 0, default 1.0
+        How far the model trained on the given labels must beat the retraining path's choice on the validation
+        rows, in micro- or in macro-F1, to be kept instead: this many bootstrap standard errors of the
+        difference (step 6). One standard error, as for the mean: on scene, yeast and a 45-label stand-in it
+        cost 0.15 micro-F1 at 30–50% noise against no test (docs/retrain.md). 0 keeps it wherever it scores
+        higher in either F1.
+    min_positive_fraction : float in [0, 1] or None, default 1.0
+        The fewest positives the correction may leave a label, as a fraction of its given positives (step 2;
+        :func:`lsnpc.label_issues.keep_label_positives`); None: no floor. The correction moves rare labels'
+        positives to frequent ones, and a model retrained on every row (``changed_rows="relabel"``) then loses
+        them: with the floor, retraining on every row gained +1.0 / +0.1 micro / macro-F1 at 30–50% noise,
+        without it +1.5 / −1.25 (docs/retrain.md).
     thresholds : "auto" or sequence of float in (0, 1], default "auto"
         The candidate decision thresholds (:func:`lsnpc.tune_threshold`'s: "auto" draws them from the scores).
     scoring : {"micro+macro", "micro_f1", "macro_f1"} or callable, default "micro+macro"
@@ -128,7 +145,8 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
     threshold_ : float
         The decision threshold of :meth:`predict`.
     report_ : RetrainReport
-        The kept candidate, every candidate's validation numbers, how many labels the correction changed.
+        The kept candidate, every candidate's validation numbers, the test against the given-label model
+        (``given_test``), how many labels the correction changed.
     n_features_in_, n_labels_ : int
 
     Examples
