@@ -20,7 +20,7 @@ seed: trained to convergence, it memorises the noise. Columns:
               out-of-fold probabilities: ``oof_probs_``), threshold on val0 (cleanlab: the ``bench`` extra)
   path        what the retraining path keeps before the test against the given-label model (the choice where
               that test kept it; else the same estimator refitted with ``fallback_se=1e9``)
-  choice      ``CorrectedLabelsClassifier(estimator, random_state=seed)`` given val0, as its ``predict`` decides
+  choice      ``CorrectedLabelsClassifier(estimator, random_state=seed, fallback_se=1.0)`` given val0, as its ``predict`` decides
   true        the estimator on the true labels, threshold on val0: the headroom
 
     python benchmarks/bench_retrain.py --datasets scene yeast synthetic --train-sizes 500 1500 \\
@@ -97,7 +97,7 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
         return model
 
     started = time.perf_counter()
-    meta = CorrectedLabelsClassifier(wrapped_estimator(seed), random_state=seed, n_threads=1).fit(
+    meta = CorrectedLabelsClassifier(wrapped_estimator(seed), random_state=seed, n_threads=1, fallback_se=1.0).fit(
         Xtr, Yn, X_val=Xv, y_val=Yv)
     report = meta.report_
     test = report.given_test

@@ -532,14 +532,19 @@ def test_the_given_label_model_comes_back_where_the_retraining_path_loses_in_eit
                fallback="given")
 
 
-def test_the_report_records_the_test_against_the_given_label_model(fitted_sklearn) -> None:
-    report = fitted_sklearn.report_
+def test_the_report_records_the_test_against_the_given_label_model(fitted_sklearn, scene) -> None:
+    assert fitted_sklearn.report_.given_test is None and fitted_sklearn.fallback_se is None  # off by default
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = clone(fitted_sklearn).set_params(fallback_se=1.0).fit(scene["X"], scene["Yn"], X_val=scene["Xv"],
+                                                                      y_val=scene["Yv"])
+    report = model.report_
     test = report.given_test
     path = report.candidate(test.path_kept)
     noisy = report.candidate("noisy")
     assert test.micro_gap == pytest.approx(path.micro_f1 - noisy.micro_f1)
     assert test.macro_gap == pytest.approx(path.macro_f1 - noisy.macro_f1)
-    assert test.margin_se == fitted_sklearn.fallback_se == 1.0 and test.micro_se > 0 and test.macro_se > 0
+    assert test.margin_se == 1.0 and test.micro_se > 0 and test.macro_se > 0
     loses = test.micro_gap < -test.micro_se or test.macro_gap < -test.macro_se
     assert test.fell_back == loses
     assert report.kept == ("noisy" if loses else test.path_kept)
@@ -553,7 +558,7 @@ def test_at_no_noise_the_given_label_model_comes_back_where_the_rows_prefer_it(s
     its own tuned threshold, and saves and loads as such."""
     clean = scene["Y"][:200]
     model = CorrectedLabelsClassifier(small_mlp(), post_hoc=False, min_gain_se=1e9, corrector_params=FAST_LSNPC,
-                                      random_state=0)
+                                      random_state=0, fallback_se=1.0)
     model.fit(scene["X"][:200], clean, X_val=scene["Xv"], y_val=scene["Yv"])
     report = model.report_
     test = report.given_test
