@@ -104,11 +104,10 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
     fallback_se : float >= 0 or None, default None
         None: no test (step 6 is skipped; on the confirming sets the test at 1 cost 0.36 micro-F1 at 30–50% noise
         against none and did not move the worst 0% setting, so by the rule written before that run it is off by
-        default, docs/retrain.md). A number: how far the model trained on the given labels must beat the retraining path's choice on the validation
-        rows, in micro- or in macro-F1, to be kept instead: this many bootstrap standard errors of the
-        difference (step 6). One standard error, as for the mean: on scene, yeast and a 45-label stand-in it
-        cost 0.15 micro-F1 at 30–50% noise against no test (docs/retrain.md). 0 keeps it wherever it scores
-        higher in either F1.
+        default, docs/retrain.md). A number: how far the model trained on the given labels must beat the
+        retraining path's choice on the validation rows, in micro- or in macro-F1, to be kept instead: this many
+        bootstrap standard errors of the difference (step 6). At 1, on scene, yeast and a 45-label stand-in it
+        cost 0.15 micro-F1 at 30–50% noise against no test. 0 keeps it wherever it scores higher in either F1.
     min_positive_fraction : float in [0, 1] or None, default 1.0
         The fewest positives the correction may leave a label, as a fraction of its given positives (step 2;
         :func:`lsnpc.label_issues.keep_label_positives`); None: no floor. The correction moves rare labels'
