@@ -11,12 +11,16 @@ seed: trained to convergence, it memorises the noise. Columns:
               (the reference every Δ is taken against)
   lsnpc       ``LSNPC()`` post-hoc on it, given the val0 triple, scored as its ``predict`` decides
   relabelled  the estimator retrained on the corrected labels (``CorrectedLabelsClassifier.labels_``, every
-              row), threshold on val0
+              row: no label left with fewer positives than it was given, ``min_positive_fraction=1``),
+              threshold on val0
+  relabelled-raw  the same on ``lsnpc.correct_labels``' labels as they come (the same seed; no floor)
   kept-rows   the estimator retrained on the rows the correction left unchanged (``train_rows_``: the
               meta-estimator's retrained model), threshold on val0
   cleanlab    the estimator retrained on the rows cleanlab's multilabel ``find_label_issues`` keeps (the same
               out-of-fold probabilities: ``oof_probs_``), threshold on val0 (cleanlab: the ``bench`` extra)
-  choice      ``CorrectedLabelsClassifier(estimator, random_state=seed)`` given val0, as its ``predict`` decides
+  path        what the retraining path keeps before the test against the given-label model (the choice where
+              that test kept it; else the same estimator refitted with ``fallback_se=1e9``)
+  choice      ``CorrectedLabelsClassifier(estimator, random_state=seed, fallback_se=1.0)`` given val0, as its ``predict`` decides
   true        the estimator on the true labels, threshold on val0: the headroom
 
     python benchmarks/bench_retrain.py --datasets scene yeast synthetic --train-sizes 500 1500 \\
@@ -46,7 +50,7 @@ import numpy as np
 
 from bench_quality import DEFAULT_HOME, NOISE_NAMES, NOISES, parse_config, prepare_setting
 
-METHODS = ("noisy", "lsnpc", "relabelled", "kept-rows", "cleanlab", "choice", "true")
+METHODS = ("noisy", "lsnpc", "relabelled", "relabelled-raw", "kept-rows", "cleanlab", "path", "choice", "true")
 CHOOSE = ("scene", "yeast", "synthetic")
 
 
@@ -70,7 +74,8 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
     from cleanlab.multilabel_classification.filter import find_label_issues
     from sklearn.base import clone
 
-    from lsnpc import LSNPC, CorrectedLabelsClassifier, tune_threshold
+    from lsnpc import LSNPC, CorrectedLabelsClassifier, correct_labels, tune_threshold
+    from lsnpc.label_issues import keep_label_positives
     from lsnpc.metrics import macro_f1, micro_f1
 
     s = prepare_setting(dataset, size, kind, rate, seed, home, 4000, None)
@@ -92,12 +97,17 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
         return model
 
     started = time.perf_counter()
-    meta = CorrectedLabelsClassifier(wrapped_estimator(seed), random_state=seed, n_threads=1).fit(
+    meta = CorrectedLabelsClassifier(wrapped_estimator(seed), random_state=seed, n_threads=1, fallback_se=1.0).fit(
         Xtr, Yn, X_val=Xv, y_val=Yv)
     report = meta.report_
+    test = report.given_test
     record("choice", meta.predict(Xt), started, threshold=meta.threshold_, kept=report.kept,
            labels_changed=report.labels_changed, rows_trained=report.rows_trained,
-           candidates=[c.__dict__ for c in report.candidates])
+           candidates=[c.__dict__ for c in report.candidates], given_test=test.__dict__)
+    started = time.perf_counter()
+    path = meta if not test.fell_back else CorrectedLabelsClassifier(
+        wrapped_estimator(seed), random_state=seed, n_threads=1, fallback_se=1e9).fit(Xtr, Yn, X_val=Xv, y_val=Yv)
+    record("path", path.predict(Xt), started, kept=path.report_.kept)
     # the meta-estimator's own models where it kept them: the same estimator and seed on the same rows
     started = time.perf_counter()
     noisy = retrained("noisy", Xtr, Yn, started, meta.models_.get("noisy"))
@@ -108,6 +118,12 @@ def _run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, hom
     unchanged = meta.train_rows_  # the rows the correction left unchanged (all, relabelled, where too few are)
     started = time.perf_counter()
     retrained("relabelled", Xtr, meta.labels_, started)
+    started = time.perf_counter()
+    correct_seed = int(np.random.default_rng(seed).integers(2**31 - 1, size=5)[1])  # the estimator's
+    raw = correct_labels(Yn, meta.oof_probs_, features=Xtr, random_state=correct_seed, n_threads=1)
+    if not (keep_label_positives(Yn, raw, min_fraction=meta.min_positive_fraction) == meta.labels_).all():
+        raise RuntimeError("the raw correction is not the estimator's: the seeds have drifted")
+    retrained("relabelled-raw", Xtr, raw, started)
     started = time.perf_counter()
     retrained("kept-rows", Xtr[unchanged], meta.labels_[unchanged], started, meta.models_.get("retrained"),
               rows_kept=float(unchanged.mean()))

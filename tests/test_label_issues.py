@@ -543,3 +543,27 @@ def test_cli_writes_a_ranked_table_and_a_summary(tmp_path: Path) -> None:
                     "other.csv", cwd=tmp_path)
     assert bad.returncode == 1 and "--labels has 4 label columns, but --probs has 3" in " ".join(bad.stderr.split())
     assert not (tmp_path / "other.csv").exists()
+
+
+def test_keep_label_positives_puts_back_a_drained_labels_given_positives() -> None:
+    from lsnpc.label_issues import keep_label_positives
+
+    given = np.array([[1, 0, 0], [1, 0, 1], [1, 1, 0], [0, 1, 0]])
+    # label 0 loses two of its three positives to label 2; label 1 keeps both
+    corrected = np.array([[0, 0, 1], [1, 0, 1], [0, 1, 1], [0, 1, 0]])
+    out = keep_label_positives(given, corrected, min_fraction=0.5)
+    # ceil(0.5 * 3) = 2 positives of label 0 are asked for, 1 is left: all three come back, label 2 keeps its gains
+    np.testing.assert_array_equal(out, [[1, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 0]])
+    np.testing.assert_array_equal(keep_label_positives(given, corrected, min_fraction=1 / 3), corrected)
+    np.testing.assert_array_equal(keep_label_positives(given, corrected, min_fraction=0), corrected)
+    assert out.dtype == np.int64
+    # lists of label indices are read as the other functions read them
+    np.testing.assert_array_equal(keep_label_positives([[0], [0, 2], [0, 1], [1]], corrected, min_fraction=0.5), out)
+    with pytest.raises(ValueError, match="min_fraction must be <= 1"):
+        keep_label_positives(given, corrected, min_fraction=1.5)
+    with pytest.raises(ValueError, match="corrected"):
+        keep_label_positives(given, corrected[:, :2] * 3, min_fraction=0.5)
+    with pytest.raises(ValueError, match="labels"):
+        keep_label_positives(given[:3], corrected, min_fraction=0.5)
+    with pytest.raises(ValueError, match="min_positive_fraction must be >= 0"):
+        correct_labels(given, np.full((4, 3), 0.5), features=np.eye(4), min_positive_fraction=-0.1)

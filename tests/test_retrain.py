@@ -28,7 +28,12 @@ from lsnpc.data import load_dataset
 from lsnpc.metrics import macro_f1, micro_f1
 from lsnpc.model_selection import multilabel_folds
 from lsnpc.retrain import CANDIDATES, CandidateScore
-from lsnpc.retrain.selection import choose, cross_fitted_scores, model_of
+from lsnpc.retrain.selection import (
+    GivenLabelTest,
+    choose,
+    cross_fitted_scores,
+    model_of,
+)
 from tests.conftest import make_toy_multilabel
 
 FAST_LSNPC = {"epochs": 3, "warm_start": False}
@@ -347,6 +352,17 @@ def test_damage_is_refused_on_load(scene, tmp_path: Path) -> None:
         CorrectedLabelsClassifier.load(tmp_path / "m")
     with pytest.raises(ValueError, match="not a saved CorrectedLabelsClassifier"):
         CorrectedLabelsClassifier.load(tmp_path / "absent")
+    # the format before the test against the given-label model loads: no test in its report, no floor
+    model.save(tmp_path / "v3")
+    config = json.loads((tmp_path / "v3" / "config.json").read_text())
+    config.pop("config_sha256")
+    config["fitted"]["report_"].pop("given_test")
+    for name in ("fallback_se", "min_positive_fraction"):
+        config["params"].pop(name)
+    (tmp_path / "v3" / "config.json").write_text(json.dumps(seal({**config, "format_version": 3})))
+    old = CorrectedLabelsClassifier.load(tmp_path / "v3")
+    assert old.report_.given_test is None and old.min_positive_fraction is None
+    np.testing.assert_array_equal(old.predict_proba(scene["Xt"]), model.predict_proba(scene["Xt"]))
     # an older format (its LSNPC parts named by model, or a report without what could replace the mean) is
     # refused, whatever it holds
     model.save(tmp_path / "old")
@@ -424,6 +440,9 @@ class _NoProba:
     ({"corrector_params": [1]}, "corrector_params must be a dict"),
     ({"random_state": -1}, "random_state must be a non-negative integer"),
     ({"n_threads": 0}, "n_threads must be >= 1"),
+    ({"fallback_se": -1}, "fallback_se must be >= 0"),
+    ({"min_positive_fraction": 1.5}, "min_positive_fraction must be <= 1"),
+    ({"min_positive_fraction": "all"}, "min_positive_fraction must be a number"),
 ])
 def test_bad_parameters_are_named(toy, params: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -460,25 +479,120 @@ def test_the_default_is_kept_unless_another_is_clearly_better_in_both_f1s() -> N
     good = np.clip(y * 0.6 + rng.normal(0.2, 0.1, y.shape), 0, 1).astype(np.float32)
     poor = np.clip(y * 0.2 + rng.normal(0.3, 0.2, y.shape), 0, 1).astype(np.float32)
     grid = (0.3, 0.4, 0.5)
-    kept, scores, name = choose(y, {"mean": good, "noisy": good.copy()}, n_folds=3, random_state=0,
-                                thresholds=grid, scoring="micro_f1", min_gain_se=0)
+    kept, scores, name, test = choose(y, {"mean": good, "noisy": good.copy()}, n_folds=3, random_state=0,
+                                      thresholds=grid, scoring="micro_f1", min_gain_se=0)
+    assert test is None  # no fallback named, no test
     assert kept == "mean" and scores[0].score == scores[1].score and name == "micro_f1"  # a tie keeps the default
-    kept, scores, _ = choose(y, {"mean": poor, "noisy": good}, n_folds=3, random_state=0, thresholds=grid,
-                             scoring="micro+macro")
+    kept, scores, _, _ = choose(y, {"mean": poor, "noisy": good}, n_folds=3, random_state=0, thresholds=grid,
+                                scoring="micro+macro")
     assert kept == "noisy"
     gap = min((scores[1].micro_f1 - scores[0].micro_f1) / scores[1].micro_se,
               (scores[1].macro_f1 - scores[0].macro_f1) / scores[1].macro_se)
-    kept, _, _ = choose(y, {"mean": poor, "noisy": good}, n_folds=3, random_state=0, thresholds=grid,
-                        scoring="micro+macro", min_gain_se=gap * 1.01)
+    kept, _, _, _ = choose(y, {"mean": poor, "noisy": good}, n_folds=3, random_state=0, thresholds=grid,
+                           scoring="micro+macro", min_gain_se=gap * 1.01)
     assert kept == "mean"  # not clear enough at that many standard errors
 
     def hamming_accuracy(y_true, y_pred):
         return float((y_true == y_pred).mean())
 
-    _, scores, name = choose(y, {"mean": good, "noisy": 1 - good}, n_folds=3, random_state=0, thresholds=grid,
-                             scoring=hamming_accuracy)
+    _, scores, name, _ = choose(y, {"mean": good, "noisy": 1 - good}, n_folds=3, random_state=0, thresholds=grid,
+                                scoring=hamming_accuracy)
     assert name == "hamming_accuracy" and scores[1].score < 0.5 < scores[0].score <= 1
     assert all(isinstance(s, CandidateScore) for s in scores)
+
+
+def test_the_given_label_model_comes_back_where_the_retraining_path_loses_in_either_f1() -> None:
+    rng = np.random.default_rng(1)
+    y = (rng.random((80, 4)) < 0.35).astype(np.int64)
+    good = np.clip(y * 0.6 + rng.normal(0.2, 0.1, y.shape), 0, 1).astype(np.float32)
+    poor = np.clip(y * 0.15 + rng.normal(0.3, 0.2, y.shape), 0, 1).astype(np.float32)
+    grid = (0.3, 0.4, 0.5)
+    # the path (the mean, nothing eligible to replace it) loses to the given-label model: it comes back
+    kept, scores, _, test = choose(y, {"mean": poor, "noisy": good}, n_folds=4, random_state=0, thresholds=grid,
+                                   scoring="micro+macro", eligible=(), fallback="noisy")
+    mean, noisy = scores
+    assert (kept, test.path_kept, test.fell_back, test.margin_se) == ("noisy", "mean", True, 1.0)
+    assert test.micro_gap == pytest.approx(mean.micro_f1 - noisy.micro_f1) and test.micro_gap < -test.micro_se < 0
+    assert test.macro_gap == pytest.approx(mean.macro_f1 - noisy.macro_f1)
+    # at a margin just past the larger of the two losses in standard errors, the path's choice stays
+    margin = max(-test.micro_gap / test.micro_se, -test.macro_gap / test.macro_se)
+    kept, _, _, test = choose(y, {"mean": poor, "noisy": good}, n_folds=4, random_state=0, thresholds=grid,
+                              scoring="micro+macro", eligible=(), fallback="noisy", fallback_se=margin * 1.01)
+    assert (kept, test.fell_back) == ("mean", False)
+    # a path that wins keeps its choice; the given-label model is never one of the path's own candidates
+    kept, _, _, test = choose(y, {"mean": good, "noisy": poor}, n_folds=4, random_state=0, thresholds=grid,
+                              scoring="micro+macro", min_gain_se=0, fallback="noisy")
+    assert (kept, test.path_kept, test.fell_back) == ("mean", "mean", False) and test.micro_gap > 0
+    # equal predictions: no gap, no standard error, no fallback
+    kept, _, _, test = choose(y, {"mean": good, "noisy": good.copy()}, n_folds=4, random_state=0, thresholds=grid,
+                              scoring="micro+macro", fallback="noisy")
+    assert (kept, test.micro_gap, test.micro_se, test.fell_back) == ("mean", 0.0, 0.0, False)
+    with pytest.raises(ValueError, match="fallback 'given' is not among the candidates"):
+        choose(y, {"mean": good, "noisy": poor}, n_folds=4, random_state=0, thresholds=grid, scoring="micro+macro",
+               fallback="given")
+
+
+def test_the_report_records_the_test_against_the_given_label_model(fitted_sklearn, scene) -> None:
+    assert fitted_sklearn.report_.given_test is None and fitted_sklearn.fallback_se is None  # off by default
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = clone(fitted_sklearn).set_params(fallback_se=1.0).fit(scene["X"], scene["Yn"], X_val=scene["Xv"],
+                                                                      y_val=scene["Yv"])
+    report = model.report_
+    test = report.given_test
+    path = report.candidate(test.path_kept)
+    noisy = report.candidate("noisy")
+    assert test.micro_gap == pytest.approx(path.micro_f1 - noisy.micro_f1)
+    assert test.macro_gap == pytest.approx(path.macro_f1 - noisy.macro_f1)
+    assert test.margin_se == 1.0 and test.micro_se > 0 and test.macro_se > 0
+    loses = test.micro_gap < -test.micro_se or test.macro_gap < -test.macro_se
+    assert test.fell_back == loses
+    assert report.kept == ("noisy" if loses else test.path_kept)
+    assert RetrainReport.from_dict(json.loads(json.dumps(report.to_dict()))) == report
+
+
+def test_at_no_noise_the_given_label_model_comes_back_where_the_rows_prefer_it(scene, tmp_path: Path) -> None:
+    """Clean training labels: every change the correction makes is a mistake. Here the path's mean (of the model
+    on the given labels and the one retrained on fewer rows; nothing may replace the mean) loses to the
+    given-label model on the validation rows by about two standard errors: the given-label model comes back, at
+    its own tuned threshold, and saves and loads as such."""
+    clean = scene["Y"][:200]
+    model = CorrectedLabelsClassifier(small_mlp(), post_hoc=False, min_gain_se=1e9, corrector_params=FAST_LSNPC,
+                                      random_state=0, fallback_se=1.0)
+    model.fit(scene["X"][:200], clean, X_val=scene["Xv"], y_val=scene["Yv"])
+    report = model.report_
+    test = report.given_test
+    assert (test.path_kept, test.fell_back, test.margin_se) == ("mean", True, 1.0)
+    assert test.micro_gap < -test.micro_se or test.macro_gap < -test.macro_se
+    assert report.kept == "noisy" and report.components == ("noisy",) and set(model.models_) == {"noisy"}
+    assert model.correctors_ == {} and "lost to it on the validation rows" in report.summary()
+    noisy = model.models_["noisy"]
+    tuned = tune_threshold(scene["Yv"], noisy.predict_proba(scene["Xv"]))
+    assert model.threshold_ == report.candidate("noisy").threshold == tuned.threshold
+    np.testing.assert_array_equal(model.predict(scene["Xt"]), tuned.predict(noisy.predict_proba(scene["Xt"])))
+    # the same fit with a margin past its loss keeps the path's mean
+    wide = max(-test.micro_gap / test.micro_se, -test.macro_gap / test.macro_se) * 1.01
+    kept = clone(model).set_params(fallback_se=wide).fit(scene["X"][:200], clean, X_val=scene["Xv"], y_val=scene["Yv"])
+    assert (kept.report_.kept, kept.report_.given_test.fell_back) == ("mean", False)
+    assert kept.report_.candidates == report.candidates  # the same fit, another margin
+    model.save(tmp_path / "m")
+    loaded = CorrectedLabelsClassifier.load(tmp_path / "m")
+    assert loaded.report_ == report
+    np.testing.assert_array_equal(loaded.predict(scene["Xt"]), model.predict(scene["Xt"]))
+
+
+def test_retraining_never_leaves_a_label_fewer_positives_than_asked(fitted_sklearn, scene) -> None:
+    from lsnpc.label_issues import correct_labels
+
+    given = scene["Yn"]
+    assert (fitted_sklearn.labels_.sum(axis=0) >= np.ceil(given.sum(axis=0) - 1e-9)).all()  # the default, 1
+    raw = correct_labels(given, fitted_sklearn.oof_probs_, features=scene["X"], **FAST_LSNPC)
+    floored = correct_labels(given, fitted_sklearn.oof_probs_, features=scene["X"], min_positive_fraction=0.9,
+                             **FAST_LSNPC)
+    drained = raw.sum(axis=0) < np.ceil(0.9 * given.sum(axis=0))
+    # the drained labels get their given positives back, the others are the plain correction
+    np.testing.assert_array_equal(floored[:, ~drained], raw[:, ~drained])
+    np.testing.assert_array_equal(floored[:, drained], raw[:, drained] | given[:, drained])
 
 
 @pytest.mark.parametrize("edit, match", [
@@ -492,13 +606,18 @@ def test_the_default_is_kept_unless_another_is_clearly_better_in_both_f1s() -> N
     (lambda r: r.update(eligible=["noisy+lsnpc"]), r"eligible \(\['noisy\+lsnpc'\]\) must hold the kept"),
     (lambda r: r.update(eligible=["pickle"]), "eligible must list some of noisy, "),
     (lambda r: r.update(min_val_rows=2.5), "min_val_rows must be a int"),
+    (lambda r: r.update(given_test=[1]), "given_test must be an object or null"),
+    (lambda r: r["given_test"].pop("fell_back"), "report field fell_back is missing"),
+    (lambda r: r["given_test"].update(fell_back=1), "fell_back must be a bool"),
+    (lambda r: r["given_test"].update(path_kept="pickle"), "path_kept .'pickle'. is not among"),
+    (lambda r: r["given_test"].update(fell_back=True), "must be 'noisy' where fell_back is true"),
 ])
 def test_a_damaged_report_is_refused(edit, match: str) -> None:
     report = RetrainReport("retrained", ("retrained",), 0.4,
                            (CandidateScore("mean", 0.55, 0.45, 1.0, 0.35, 0.0, 0.0),
                             CandidateScore("noisy", 0.5, 0.4, 0.9, 0.3, 0.02, 0.03),
                             CandidateScore("retrained", 0.6, 0.5, 1.1, 0.4, 0.02, 0.03)), ("retrained",), 20, 40, 5,
-                           "micro+macro", 3, 90, 28, 30)
+                           "micro+macro", 3, 90, 28, 30, GivenLabelTest("retrained", 0.1, 0.1, 0.03, 0.04, 1.0, False))
     raw = report.to_dict()
     assert RetrainReport.from_dict(raw) == report
     edit(raw)
@@ -600,8 +719,18 @@ def test_cli_correct_labels_writes_them_and_never_overwrites_an_input(scene, sce
     assert "label entries" in result.stdout
     written = pd.read_csv(scene_files / "fixed.csv")
     assert list(written.columns) == [f"c{j}" for j in range(6)]  # the labels' names kept
-    np.testing.assert_array_equal(written.to_numpy(), correct_labels(scene["Yn"], P, features=scene["X"], random_state=0))
+    np.testing.assert_array_equal(written.to_numpy(), correct_labels(scene["Yn"], P, features=scene["X"], random_state=0,
+                                                                     min_positive_fraction=1.0))
     np.testing.assert_array_equal(written.to_numpy(), fixed)  # the same probabilities the command computed
+    assert (fixed.sum(axis=0) >= scene["Yn"].sum(axis=0)).all()  # no label left fewer positives than given
+    result = lsnpc_cli("correct-labels", "--features", "X.npy", "--labels", "Y.csv", "--probs", "P.npy", "--out",
+                       "raw.npy", "--min-positive-fraction", "0", cwd=scene_files)
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(scene_files / "raw.npy"),
+                                  correct_labels(scene["Yn"], P, features=scene["X"], random_state=0))
+    result = lsnpc_cli("correct-labels", "--features", "X.npy", "--labels", "Y.csv", "--probs", "P.npy", "--out",
+                       "bad.npy", "--min-positive-fraction", "2", cwd=scene_files)
+    assert result.returncode == 1 and "--min-positive-fraction must be <= 1" in result.stderr, result.stderr
 
     for out, force, message in (("fixed.npy", False, "--force"), ("Y.csv", True, "is also --labels"),
                                 ("X.npy", True, "never writes over its own input")):

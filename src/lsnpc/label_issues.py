@@ -28,10 +28,12 @@ from ._validation import (
     check_multilabel,
     check_probabilities,
     check_same_n_samples,
+    check_scalar,
 )
 from .corrector import LSNPC
 
-__all__ = ["LABEL_CORRECTOR_DEFAULTS", "label_quality_scores", "find_label_issues", "correct_labels", "fit_corrector"]
+__all__ = ["LABEL_CORRECTOR_DEFAULTS", "label_quality_scores", "find_label_issues", "correct_labels", "fit_corrector",
+           "keep_label_positives"]
 
 LABEL_CORRECTOR_DEFAULTS: dict[str, Any] = {"random_state": 0, "student": False, "guard": False}
 """The LSNPC parameters the label functions set unless ``params`` give others: a fixed seed, so results
@@ -111,12 +113,52 @@ def find_label_issues(labels: Any, pred_probs: Any, *, features: Any, **params: 
     return corrector.find_label_issues(features, given, pred_probs)
 
 
-def correct_labels(labels: Any, pred_probs: Any, *, features: Any, **params: Any) -> np.ndarray:
+def correct_labels(labels: Any, pred_probs: Any, *, features: Any, min_positive_fraction: float | None = None,
+                   **params: Any) -> np.ndarray:
     """(n, L) 0/1 int64: the suggested labels.
 
     Same arguments as :func:`label_quality_scores`. Each given positive is replaced by the label it most
     likely came from under the estimated noise (itself when it looks right), so a row keeps its number of
     positives; rows keep their place, so the result can replace the given labels for training.
+
+    ``min_positive_fraction`` (a float in [0, 1], or None: off): for retraining, never leave a label with fewer
+    positives than this fraction of its given count; where the correction would, that label's given positives
+    come back (:func:`keep_label_positives`). The correction moves a rare label's positives to frequent ones
+    more readily than back, and a model retrained on the result can lose the rare label altogether.
     """
+    if min_positive_fraction is not None:
+        check_scalar(min_positive_fraction, "min_positive_fraction", low=0.0, high=1.0)
     corrector, given = fit_corrector(labels, pred_probs, features=features, **params)
-    return corrector.correct_labels(features, given, pred_probs)
+    corrected = corrector.correct_labels(features, given, pred_probs)
+    if min_positive_fraction is None:
+        return corrected
+    return keep_label_positives(given, corrected, min_fraction=min_positive_fraction)
+
+
+def keep_label_positives(labels: Any, corrected: Any, *, min_fraction: float) -> np.ndarray:
+    """The corrected labels, with every given positive of a label put back where the correction left that label
+    fewer than ``min_fraction`` of its given positives.
+
+    Parameters
+    ----------
+    labels : (n, L) 0/1 array, or a list of n lists of class indices
+        The given labels.
+    corrected : (n, L) 0/1 array
+        A correction of them (:func:`correct_labels`).
+    min_fraction : float in [0, 1]
+        A label whose corrected positives number fewer than ``ceil(min_fraction × its given positives)`` gets
+        all its given positives back (the positives the correction added to it stay). 0 changes nothing; 1
+        lets no label end with fewer positives than it was given.
+
+    Returns
+    -------
+    ndarray (n, L) 0/1 int64.
+    """
+    check_scalar(min_fraction, "min_fraction", low=0.0, high=1.0)
+    out = np.array(check_multilabel(corrected, "corrected"), dtype=np.int64)
+    given = check_multilabel(labels, "labels", n_labels=out.shape[1])
+    check_same_n_samples(labels=given, corrected=out)
+    need = np.ceil(min_fraction * given.sum(axis=0) - 1e-9)  # the tolerance: 0.3 × 10 is 3, not 3.0000000000000004
+    drained = out.sum(axis=0) < need
+    out[:, drained] |= given[:, drained].astype(np.int64)
+    return out

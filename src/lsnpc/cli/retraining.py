@@ -100,7 +100,7 @@ def retrain(
 
 @app.command("correct-labels")
 @_user_errors(X="--features", pred_probs="--probs", features="--features", cv="--cv", n_threads="--threads",
-              device="--device")
+              device="--device", min_positive_fraction="--min-positive-fraction")
 def correct_labels(
     features: Annotated[Path, typer.Option(help="Features X, shape (n, d), of the labelled rows.")],
     labels: Annotated[Path, typer.Option(help="The given (possibly wrong) 0/1 labels, shape (n, L).")],
@@ -109,6 +109,9 @@ def correct_labels(
     probs: Annotated[Path | None, typer.Option(help="A model's out-of-fold probabilities on the rows, shape (n, L). "
                                                     "Default: those of lsnpc's MLP, --cv folds.")] = None,
     cv: Annotated[int, typer.Option(help="Folds of the out-of-fold probabilities (without --probs).")] = 5,
+    min_positive_fraction: Annotated[float, typer.Option(
+        help="No label ends with fewer positives than this fraction of its given ones: where the correction "
+             "would leave fewer, the label's given positives come back (0: the correction as it is).")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same labels.")] = 0,
     device: Annotated[str, DEVICE_OPTION] = "cpu",
     threads: Annotated[int, typer.Option(help=THREADS_HELP)] = 1,
@@ -118,7 +121,9 @@ def correct_labels(
     """Write corrected training labels, for retraining a model of your own on them.
 
     Each given positive is moved to the label it most likely came from under the noise LSNPC estimates
-    (itself when it looks right), so rows keep their number of labels and their place.
+    (itself when it looks right), so rows keep their number of labels and their place; a label the correction
+    would leave with fewer than --min-positive-fraction of its given positives keeps them all (a model retrained
+    on the labels would lose it otherwise).
     """
     import numpy as np
 
@@ -151,7 +156,8 @@ def correct_labels(
                                      on_fold=lambda done, total: update(1, len(steps),
                                                                         description=f"{steps[1]}: fold {done}/{total}"))
         update(2, len(steps), description=steps[2])
-        corrected = correct(Y, P, features=X, random_state=seed, device=device, n_threads=threads)
+        corrected = correct(Y, P, features=X, random_state=seed, device=device, n_threads=threads,
+                            min_positive_fraction=min_positive_fraction)
         update(3, len(steps), description=steps[3])
         write_array(out, corrected, columns=names)
         update(4, len(steps))

@@ -2,7 +2,7 @@
 
 Layout of ``path/``::
 
-    config.json                  {"format": "lsnpc-retrained", "format_version": 3, "params": {...},
+    config.json                  {"format": "lsnpc-retrained", "format_version": 4, "params": {...},
                                   "fitted": {...}, "files": {name: sha256, ...}, "config_sha256": ...}
     arrays.safetensors           labels_, train_rows_ and oof_probs_
     model-<name>.<file>          each model of ``models_`` ("noisy", "retrained"), as its own ``save`` writes
@@ -45,7 +45,10 @@ from .selection import CANDIDATES, RetrainReport, model_of
 __all__ = ["FORMAT", "check_save_target", "save_retrained", "load_retrained"]
 
 FORMAT = "lsnpc-retrained"
-FORMAT_VERSION = 3  # 2: the report says which candidates could replace the mean; 3: LSNPC post-hoc's part
+FORMAT_VERSION = 4  # 2: the report says which candidates could replace the mean; 3: LSNPC post-hoc's part;
+# 4: the report's test against the given-label model (given_test), and the floor on each label's positives
+#: The versions load reads: a version-3 estimator loads with ``report_.given_test`` None (it predates the test).
+READ_VERSIONS = (3, 4)
 ARRAYS_NAME = "arrays.safetensors"
 _PARTS = ("model-noisy", "model-retrained", *(f"corrector-{name}" for name in CANDIDATES if "+" in name))
 _WHAT = "CorrectedLabelsClassifier"
@@ -128,7 +131,7 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
     from ..corrector import LSNPC
 
     folder = user_path(path)
-    config = read_config(folder, fmt=FORMAT, versions=(FORMAT_VERSION,), what=_WHAT, older="fit it again")
+    config = read_config(folder, fmt=FORMAT, versions=READ_VERSIONS, what=_WHAT, older="fit it again")
     config_path = folder / CONFIG_NAME
     files, params, fitted = config.get("files"), config.get("params"), config.get("fitted")
     if not isinstance(files, dict) or not isinstance(params, dict) or not isinstance(fitted, dict):
@@ -178,6 +181,8 @@ def load_retrained(cls: type, path: str | Path, *, device: str = "cpu") -> Any:
                              f"{estimator.n_labels_} labels, the config says {n_features} and {n_labels}")
     estimator = next(iter(models.values()))
     template = None if params.get("estimator") is None else clone(estimator)
+    if config.get("format_version") == 3:  # before the floor on labels' positives: none was applied
+        params = {"min_positive_fraction": None, **params}
     model = cls(**{**params, "estimator": template, "device": device})
     if isinstance(model.thresholds, list):
         model.thresholds = tuple(model.thresholds)

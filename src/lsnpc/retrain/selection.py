@@ -12,6 +12,11 @@ own parts) beats it by ``min_gain_se`` bootstrap standard errors of the paired d
 in macro-F1; of those that do, the best score is kept. The kept candidate's decision threshold is then
 chosen on all the validation rows. The other candidates are scored too, for the report.
 
+Then the last step (:class:`GivenLabelTest`): the model trained on the given labels, at the threshold
+:func:`lsnpc.tune_threshold` chooses for it, comes back when it beats that choice by more than
+``fallback_se`` bootstrap standard errors in micro-F1 *or* in macro-F1, on the same folds. Where the given
+labels were right (no noise), retraining on "corrected" ones can only lose, and this is where the rows say so.
+
 The models were trained without the validation rows. The post-hoc LSNPC candidates were given them as
 their validation triple (it chooses their epoch, their blend with the model and whether the correction
 is used at all), so their scores lean in their favour; the mean of them leans the same way, and it is the
@@ -33,7 +38,8 @@ from ..corrector.threshold import cross_fitted_predictions, tune_threshold
 from ..metrics import macro_f1, micro_f1
 from ..model_selection import multilabel_folds
 
-__all__ = ["CANDIDATES", "CandidateScore", "RetrainReport", "cross_fitted_scores", "choose", "model_of"]
+__all__ = ["CANDIDATES", "CandidateScore", "GivenLabelTest", "RetrainReport", "cross_fitted_scores", "choose",
+           "model_of"]
 
 #: The candidates: the mean of some of the others' probabilities (kept unless one of its parts is clearly
 #: better), the model trained on the given labels, the model retrained on the corrected labels, each
@@ -85,6 +91,44 @@ class CandidateScore:
 
 
 @dataclass(frozen=True)
+class GivenLabelTest:
+    """The last step of the choice: what the retraining path kept, against the model trained on the given
+    labels at its own tuned threshold (the "noisy" candidate), on the same cross-fitted validation folds.
+
+    The given-label model comes back when it beats the path's choice by more than ``margin_se`` bootstrap
+    standard errors of the difference in micro-F1 *or* in macro-F1: a user never pays for retraining in either
+    F1 where the clean rows say so. The path's corrections were given the validation rows as their triple, so
+    the gaps lean in the path's favour: the test errs towards keeping it.
+
+    Attributes
+    ----------
+    path_kept : str
+        The candidate the retraining path chose (the mean or one of its parts, before this test).
+    micro_gap, macro_gap : float
+        Its cross-fitted validation F1 minus the given-label model's, in [-1, 1].
+    micro_se, macro_se : float
+        Bootstrap standard errors of those gaps over the validation rows (0 when the predictions are equal).
+    margin_se : float
+        How many standard errors of loss the path may show in either F1 before the given-label model comes back.
+    fell_back : bool
+        Whether it came back (``RetrainReport.kept`` is then "noisy").
+    """
+
+    path_kept: str
+    micro_gap: float
+    macro_gap: float
+    micro_se: float
+    macro_se: float
+    margin_se: float
+    fell_back: bool
+
+    @staticmethod
+    def fails(micro_gap: float, macro_gap: float, micro_se: float, macro_se: float, margin_se: float) -> bool:
+        """True where the path loses by more than ``margin_se`` standard errors in either F1."""
+        return bool(micro_gap < -margin_se * micro_se or macro_gap < -margin_se * macro_se)
+
+
+@dataclass(frozen=True)
 class RetrainReport:
     """What :meth:`CorrectedLabelsClassifier.fit <lsnpc.CorrectedLabelsClassifier.fit>` decided, and the
     numbers that decided it.
@@ -120,6 +164,9 @@ class RetrainReport:
         unchanged).
     n_rows : int
         All training rows.
+    given_test : GivenLabelTest or None
+        The retraining path's choice tested against the given-label model; None without validation rows (and
+        in an estimator saved before the test existed).
     """
 
     kept: str
@@ -135,6 +182,7 @@ class RetrainReport:
     n_entries: int
     rows_trained: int
     n_rows: int
+    given_test: GivenLabelTest | None = None
 
     def candidate(self, name: str) -> CandidateScore:
         """The scores of candidate ``name``; KeyError when it was not compared."""
@@ -164,9 +212,14 @@ class RetrainReport:
         if not self.candidates:
             return f"kept {what} at threshold {self.threshold:g} (no validation rows to compare them on); {changed}"
         kept, noisy = self.candidate(self.kept), self.candidate("noisy")
-        if not self.eligible:
+        if not self.eligible and self.kept != "noisy":
             what += (f" (with fewer than {self.min_val_rows} validation rows no single candidate may replace "
                      f"the mean)")
+        test = self.given_test
+        if test is not None and test.fell_back:
+            what += (f", because the retraining path's choice ({_WORDS[test.path_kept]}) lost to it on the validation "
+                     f"rows by more than {test.margin_se:g} standard errors ({100 * test.micro_gap:+.1f} micro-F1, "
+                     f"{100 * test.macro_gap:+.1f} macro-F1)")
         return (f"kept {what} at threshold {self.threshold:g}: on {self.val_rows} validation rows ({self.folds} "
                 f"folds, each at a threshold chosen on the others) micro-F1 {100 * kept.micro_f1:.1f} and macro-F1 "
                 f"{100 * kept.macro_f1:.1f}, against {100 * noisy.micro_f1:.1f} and {100 * noisy.macro_f1:.1f} for "
@@ -179,6 +232,7 @@ class RetrainReport:
         out["candidates"] = [asdict(c) for c in self.candidates]
         out["components"] = list(self.components)
         out["eligible"] = list(self.eligible)
+        out["given_test"] = None if self.given_test is None else asdict(self.given_test)
         return out
 
     @classmethod
@@ -200,8 +254,16 @@ class RetrainReport:
         if not isinstance(eligible, (list, tuple)) or not all(c in CANDIDATES[1:] for c in eligible):
             raise ValueError(f"report field eligible must list some of {', '.join(CANDIDATES[1:])}, "
                              f"got {eligible!r:.80}")
+        given_test = raw.get("given_test")
+        if given_test is not None:
+            if not isinstance(given_test, Mapping):
+                raise ValueError("report field given_test must be an object or null")
+            given_test = _typed(GivenLabelTest, given_test)
+            if given_test.path_kept not in CANDIDATES:
+                raise ValueError(f"report field path_kept ({given_test.path_kept!r}) is not among "
+                                 f"{', '.join(CANDIDATES)}")
         report = _typed(cls, {**raw, "candidates": candidates, "components": tuple(components),
-                              "eligible": tuple(eligible)})
+                              "eligible": tuple(eligible), "given_test": given_test})
         names = [c.name for c in candidates]
         if report.kept not in CANDIDATES or any(n not in CANDIDATES for n in names) or (
                 names and report.kept not in names):
@@ -210,7 +272,11 @@ class RetrainReport:
         if report.components != (report.components if report.kept == "mean" else (report.kept,)):
             raise ValueError(f"report field components ({list(report.components)}) must be the kept candidate "
                              f"{report.kept!r} alone")
-        if report.kept != "mean" and report.kept not in report.eligible:
+        fell_back = report.given_test is not None and report.given_test.fell_back
+        if report.given_test is not None and report.kept != ("noisy" if fell_back else report.given_test.path_kept):
+            raise ValueError(f"report field kept ({report.kept!r}) must be 'noisy' where fell_back is true and "
+                             f"path_kept ({report.given_test.path_kept!r}) otherwise")
+        if report.kept != "mean" and report.kept not in report.eligible and not fell_back:
             raise ValueError(f"report field eligible ({list(report.eligible)}) must hold the kept candidate "
                              f"{report.kept!r}")
         if not 0 < report.threshold <= 1:
@@ -220,7 +286,8 @@ class RetrainReport:
 
 _TYPES = {"name": str, "kept": str, "scoring": str, "micro_f1": float, "macro_f1": float, "score": float,
           "threshold": float, "micro_se": float, "macro_se": float, "components": None, "eligible": None, "min_val_rows": int, "val_rows": int, "folds": int, "labels_changed": int, "n_entries": int, "rows_trained": int,
-          "n_rows": int}
+          "n_rows": int, "given_test": None, "path_kept": str, "micro_gap": float, "macro_gap": float,
+          "margin_se": float, "fell_back": bool}
 
 
 def _typed(cls: type, raw: Mapping[str, Any]) -> Any:
@@ -232,6 +299,7 @@ def _typed(cls: type, raw: Mapping[str, Any]) -> Any:
         value = raw[field]
         kind = _TYPES.get(field)
         ok = kind is None or (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
+                              else isinstance(value, bool) if kind is bool
                               else isinstance(value, kind) and not isinstance(value, bool))
         if not ok:
             raise ValueError(f"report field {field} must be a {kind.__name__}, got {value!r:.60}")
@@ -261,12 +329,20 @@ def _score(y: np.ndarray, pred: np.ndarray, scoring: str | Callable[[np.ndarray,
 def choose(
     y_val: np.ndarray, val_probs: Mapping[str, np.ndarray], *, n_folds: int, random_state: Any,
     thresholds: Sequence[float], scoring: str | Callable[[np.ndarray, np.ndarray], float], min_gain_se: float = 1.0,
-    eligible: Sequence[str] | None = None,
-) -> tuple[str, tuple[CandidateScore, ...], str]:
+    eligible: Sequence[str] | None = None, fallback: str | None = None, fallback_se: float = 1.0,
+) -> tuple[str, tuple[CandidateScore, ...], str, GivenLabelTest | None]:
     """Score each candidate of ``val_probs`` (name -> (n, L) probabilities on the validation rows; the first
-    is the default) on the same folds; keep the default unless ``eligible`` ones (default: every other)
-    beat it by ``min_gain_se`` bootstrap standard errors in both micro- and macro-F1, then the best score of
-    those. Returns (the kept name, every candidate's scores, the scoring's name)."""
+    is the default) on the same folds, then choose in two steps.
+
+    1. The retraining path: keep the default unless ``eligible`` ones (default: every other but ``fallback``)
+       beat it by ``min_gain_se`` bootstrap standard errors in both micro- and macro-F1, then the best score
+       of those.
+    2. With ``fallback`` (a name of ``val_probs``: the model trained on the given labels), the path's choice
+       must not lose to it by more than ``fallback_se`` bootstrap standard errors of the difference in
+       micro-F1 or in macro-F1 (:class:`GivenLabelTest`); where it does, ``fallback`` is kept.
+
+    Returns (the kept name, every candidate's scores, the scoring's name, the test of step 2 or None).
+    """
     from ..corrector.scores import f1_scores, resample_weights
 
     rng = np.random.default_rng(random_state)
@@ -283,8 +359,20 @@ def choose(
         scores.append(CandidateScore(name, *_f1(y_val, preds[name]), _score(y_val, preds[name], scoring),
                                      tuned.threshold, float(micro_se), float(macro_se)))
     first = scores[0]
-    allowed = set(val_probs) - {default} if eligible is None else set(eligible)
+    allowed = set(val_probs) - {default, fallback} if eligible is None else set(eligible)
     clear = [s for s in scores[1:] if s.name in allowed and s.micro_f1 - first.micro_f1 > min_gain_se * s.micro_se
              and s.macro_f1 - first.macro_f1 > min_gain_se * s.macro_se]
     kept = max(clear, key=lambda s: s.score).name if clear else default  # max: the first of equal scores
-    return kept, tuple(scores), tuned.scoring
+    test = None
+    if fallback is not None:
+        if fallback not in val_probs:
+            raise ValueError(f"fallback {fallback!r} is not among the candidates {list(val_probs)}")
+        by_name = {s.name: s for s in scores}
+        micro_gap = by_name[kept].micro_f1 - by_name[fallback].micro_f1
+        macro_gap = by_name[kept].macro_f1 - by_name[fallback].macro_f1
+        micro_se, macro_se = (float(v) for v in (boot[kept] - boot[fallback]).std(axis=1))
+        fell_back = GivenLabelTest.fails(micro_gap, macro_gap, micro_se, macro_se, fallback_se)
+        test = GivenLabelTest(kept, float(micro_gap), float(macro_gap), micro_se, macro_se, float(fallback_se),
+                              fell_back)
+        kept = fallback if fell_back else kept
+    return kept, tuple(scores), tuned.scoring, test
