@@ -1,5 +1,5 @@
-"""A correction that reads the base model's probabilities: a sparse linear map of its logits fitted on the clean
-triple (docs/full-size.md, "A correction that reads P").
+"""A correction that reads the base model's probabilities, ``lsnpc.LogitMapCorrector``: a sparse linear map of its
+logits fitted on the clean triple (docs/full-size.md, "A correction that reads P").
 
 For each label j the corrected logit is ``a_j · l_j + b_j + Σ_k w_jk · l_k + m_j`` where ``l = logit(P) − m``
 (m: the training rows' mean logit, so the cross terms move no label's bias), the k run over the ``--neighbours``
@@ -8,8 +8,8 @@ as pairflip does, shows there), and (a, b, w) minimise the clean triple's binary
 ``--penalty`` · (‖a − 1‖² + ‖b‖² + ‖w‖²) (full-batch L-BFGS, from the identity). A label with fewer than
 ``--min-positives`` positives among the triple's rows keeps its base logit: the triple cannot say how its
 channel works. The map's threshold is tuned on its out-of-fold outputs over 5 multilabel folds of the triple;
-"map+guard" is the map only where ``lsnpc.corrector.blend.test_on_validation`` (the test LSNPC() uses, its confidence 0.4, at tuned
-thresholds, cross-fitted) prefers it or its ½ blend to the base model. "readsp" is the map with each test row's P
+"map+guard" (``guard=True``) is the map only where the test LSNPC() uses (each candidate at its own
+cross-fitted tuned threshold, confidence 0.4) prefers it or its ½ blend to the base model. "readsp" is the map with each test row's P
 replaced by another test row's (the F1 change says how much the output depends on P).
 
 It reads the base models' probabilities that ``bench_full_size.py --base-cache DIR`` wrote (one file a setting)
@@ -31,57 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lsnpc import tune_threshold
-from lsnpc.corrector.blend import test_on_validation
+from lsnpc import LogitMapCorrector, tune_threshold
 from lsnpc.metrics import macro_f1, mean_average_precision, micro_f1
-from lsnpc.model_selection import multilabel_folds
-
-
-def logit(P: np.ndarray) -> np.ndarray:
-    p = np.clip(P.astype(np.float64), 1e-4, 1 - 1e-4)
-    return np.log(p) - np.log1p(-p)
-
-
-def neighbours(L_train: np.ndarray, r: int) -> np.ndarray:
-    """(L, r): for each label, the r other labels whose training-row logits correlate most with its own."""
-    Z = (L_train - L_train.mean(0)) / (L_train.std(0) + 1e-9)
-    C = np.abs(Z.T @ Z) / len(Z)
-    np.fill_diagonal(C, -np.inf)
-    return np.argsort(-C, axis=0, kind="stable")[:r].T
-
-
-class LogitMap:
-    """The map of the module docstring; ``fit(centred logits (n, L), Y (n, L))``, ``__call__(logits) -> probs``."""
-
-    def __init__(self, mean: np.ndarray, nb: np.ndarray, fitted: np.ndarray, penalty: float) -> None:
-        self.mean, self.nb, self.fitted, self.penalty = torch.tensor(mean), torch.tensor(nb), torch.tensor(fitted), penalty
-
-    def _logits(self, A: torch.Tensor) -> torch.Tensor:
-        z = A * self.a + self.b + (A[:, self.nb] * self.w).sum(-1)
-        return torch.where(self.fitted, z, A) + self.mean
-
-    def fit(self, A: np.ndarray, Y: np.ndarray) -> LogitMap:
-        n, L = A.shape
-        A_t, Y_t = torch.tensor(A), torch.tensor(Y, dtype=torch.float64)
-        self.a = torch.ones(L, dtype=torch.float64, requires_grad=True)
-        self.b = torch.zeros(L, dtype=torch.float64, requires_grad=True)
-        self.w = torch.zeros(self.nb.shape, dtype=torch.float64, requires_grad=True)
-        opt = torch.optim.LBFGS([self.a, self.b, self.w], lr=1, max_iter=200, history_size=20,
-                                line_search_fn="strong_wolfe")
-
-        def closure():
-            opt.zero_grad()
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(self._logits(A_t), Y_t, reduction="sum") / n
-            loss = loss + self.penalty * ((self.a - 1).pow(2).sum() + self.b.pow(2).sum() + self.w.pow(2).sum())
-            loss.backward()
-            return loss
-
-        opt.step(closure)
-        return self
-
-    def __call__(self, A: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return torch.sigmoid(self._logits(torch.tensor(A))).numpy()
 
 
 def scored(Yt, Q, t) -> dict:
@@ -91,33 +42,23 @@ def scored(Yt, Q, t) -> dict:
 
 def run(path: Path, penalty: float, r: int, min_positives: int, seed: int) -> list[dict]:
     s = np.load(path)
-    Y, Yt, v0 = s["Y"], s["Yt"], s["v0"]
+    X, Y, Xt, Yt, tr, v0 = s["X"], s["Y"], s["Xt"], s["Yt"], s["tr"], s["v0"]
     P_tr, P_v0, P_te = s["P_tr"], s["P_v0"], s["P_te"]
-    yv = Y[v0]
     key = {"setting": path.stem}
-    rows = [dict(key, method="base-threshold", **scored(Yt, P_te, tune_threshold(yv, P_v0).decision))]
+    rows = [dict(key, method="base-threshold", **scored(Yt, P_te, tune_threshold(Y[v0], P_v0).decision))]
+    options = {"penalty": penalty, "n_neighbours": r, "min_positives": min_positives, "random_state": seed}
+    clean = {"X_clean": X[v0], "y_clean": Y[v0], "pred_probs_clean": P_v0}
     started = time.perf_counter()
-    L_tr = logit(P_tr)
-    mean = L_tr.mean(0)
-    nb = neighbours(L_tr, r)
-    fitted = yv.sum(0) >= min_positives
-    A_v, A_te = logit(P_v0) - mean, logit(P_te) - mean
-    folds = multilabel_folds(yv, 5, random_state=seed)
-    oof = np.zeros(yv.shape)
-    for train, test in folds:
-        oof[test] = LogitMap(mean, nb, fitted, penalty).fit(A_v[train], yv[train])(A_v[test])
-    mapping = LogitMap(mean, nb, fitted, penalty).fit(A_v, yv)
-    Q = mapping(A_te)
-    t = tune_threshold(yv, oof).decision
+    mapping = LogitMapCorrector(guard=False, **options).fit(X[tr], P_tr, **clean)
     seconds = time.perf_counter() - started
-    rows.append(dict(key, method="map", **scored(Yt, Q, t), seconds=seconds, labels_fitted=int(fitted.sum())))
-    shuffled = np.random.default_rng(seed).permutation(len(A_te))
-    rows.append(dict(key, method="readsp", **scored(Yt, mapping(A_te[shuffled]), t)))
-    w, _ = test_on_validation(yv, oof, P_v0.astype(np.float64), candidates=(0.0, 0.5), confidence=0.4,
-                              folds=folds, rng=np.random.default_rng(seed))
-    blended = (1 - w) * Q + w * P_te
-    t_w = tune_threshold(yv, (1 - w) * oof + w * P_v0).decision
-    rows.append(dict(key, method="map+guard", **scored(Yt, blended, t_w), base_weight=w))
+    t = mapping.threshold_
+    rows.append(dict(key, method="map", **scored(Yt, mapping.predict_proba(Xt, P_te), t), seconds=seconds,
+                     labels_fitted=mapping.report_["labels_mapped"]))
+    shuffled = np.random.default_rng(seed).permutation(len(Xt))
+    rows.append(dict(key, method="readsp", **scored(Yt, mapping.predict_proba(Xt, P_te[shuffled]), t)))
+    guarded = LogitMapCorrector(guard=True, **options).fit(X[tr], P_tr, **clean)
+    rows.append(dict(key, method="map+guard", **scored(Yt, guarded.predict_proba(Xt, P_te), guarded.threshold_),
+                     base_weight=guarded.base_weight_))
     return rows
 
 

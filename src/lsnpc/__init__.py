@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "KNNCorrector": "lsnpc.baselines",
     "NPCCorrector": "lsnpc.baselines",
     "CountThreshold": "lsnpc.baselines",
+    "LogitMapCorrector": "lsnpc.baselines",
     "NotFittedError": "lsnpc._validation",
     "label_quality_scores": "lsnpc.label_issues",
     "find_label_issues": "lsnpc.label_issues",
