@@ -473,11 +473,18 @@ def test_cross_fitted_scores_predict_each_fold_at_the_other_folds_threshold() ->
     assert micro == pytest.approx(2 / 3) and macro == pytest.approx(2 / 3) and score == pytest.approx(4 / 3)
 
 
-def test_the_default_is_kept_unless_another_is_clearly_better_in_both_f1s() -> None:
-    rng = np.random.default_rng(0)
-    y = (rng.random((60, 3)) < 0.4).astype(np.int64)
+def _good_and_poor(seed: int, shape: tuple[int, int], rate: float, poor_signal: float):
+    """Labels (shape) of positive ``rate``, a candidate's probabilities that track them well and one's that track
+    them by ``poor_signal`` only, float32."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(shape) < rate).astype(np.int64)
     good = np.clip(y * 0.6 + rng.normal(0.2, 0.1, y.shape), 0, 1).astype(np.float32)
-    poor = np.clip(y * 0.2 + rng.normal(0.3, 0.2, y.shape), 0, 1).astype(np.float32)
+    poor = np.clip(y * poor_signal + rng.normal(0.3, 0.2, y.shape), 0, 1).astype(np.float32)
+    return y, good, poor
+
+
+def test_the_default_is_kept_unless_another_is_clearly_better_in_both_f1s() -> None:
+    y, good, poor = _good_and_poor(0, (60, 3), 0.4, 0.2)
     grid = (0.3, 0.4, 0.5)
     kept, scores, name, test = choose(y, {"mean": good, "noisy": good.copy()}, n_folds=3, random_state=0,
                                       thresholds=grid, scoring="micro_f1", min_gain_se=0)
@@ -502,10 +509,7 @@ def test_the_default_is_kept_unless_another_is_clearly_better_in_both_f1s() -> N
 
 
 def test_the_given_label_model_comes_back_where_the_retraining_path_loses_in_either_f1() -> None:
-    rng = np.random.default_rng(1)
-    y = (rng.random((80, 4)) < 0.35).astype(np.int64)
-    good = np.clip(y * 0.6 + rng.normal(0.2, 0.1, y.shape), 0, 1).astype(np.float32)
-    poor = np.clip(y * 0.15 + rng.normal(0.3, 0.2, y.shape), 0, 1).astype(np.float32)
+    y, good, poor = _good_and_poor(1, (80, 4), 0.35, 0.15)
     grid = (0.3, 0.4, 0.5)
     # the path (the mean, nothing eligible to replace it) loses to the given-label model: it comes back
     kept, scores, _, test = choose(y, {"mean": poor, "noisy": good}, n_folds=4, random_state=0, thresholds=grid,

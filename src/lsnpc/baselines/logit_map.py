@@ -25,9 +25,10 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from scipy.special import expit, logit
 from sklearn.base import BaseEstimator
 
-from lsnpc._validation import check_random_state, check_scalar
+from lsnpc._validation import check_bool, check_random_state, check_scalar
 from lsnpc.baselines._common import PostProcessorMixin, validate_fit
 
 __all__ = ["LogitMapCorrector"]
@@ -36,8 +37,7 @@ _CLIP = 1e-4
 
 
 def _logit(P: np.ndarray) -> np.ndarray:
-    p = np.clip(np.asarray(P, dtype=np.float64), _CLIP, 1 - _CLIP)
-    return np.log(p) - np.log1p(-p)
+    return logit(np.clip(np.asarray(P, dtype=np.float64), _CLIP, 1 - _CLIP))
 
 
 def correlated_labels(logits: np.ndarray, n_neighbours: int) -> np.ndarray:
@@ -79,7 +79,7 @@ def _fit_map(A: np.ndarray, Y: np.ndarray, neighbours: np.ndarray, mean: np.ndar
 def _apply(A: np.ndarray, coef: dict, neighbours: np.ndarray, mapped: np.ndarray, mean: np.ndarray) -> np.ndarray:
     z = A * coef["scale"] + coef["bias"] + (A[:, neighbours] * coef["weights"]).sum(-1)
     z = np.where(mapped, z, A) + mean
-    return 1.0 / (1.0 + np.exp(-z))
+    return expit(z)
 
 
 class LogitMapCorrector(PostProcessorMixin, BaseEstimator):
@@ -156,8 +156,7 @@ class LogitMapCorrector(PostProcessorMixin, BaseEstimator):
         check_scalar(self.min_positives, "min_positives", kind=Integral, low=1)
         check_scalar(self.val_folds, "val_folds", kind=Integral, low=2)
         check_scalar(self.max_iter, "max_iter", kind=Integral, low=1)
-        if not isinstance(self.guard, (bool, np.bool_)):
-            raise ValueError(f"guard must be True or False, got {self.guard!r}")
+        guard = check_bool(self.guard, "guard")
         seed = check_random_state(self.random_state)
         self._record_names(X, pred_probs)
         data = validate_fit(X, pred_probs, X_clean, y_clean, pred_probs_clean)
@@ -183,7 +182,7 @@ class LogitMapCorrector(PostProcessorMixin, BaseEstimator):
         base = np.asarray(data.pred_probs_clean, dtype=np.float64)
         evidence = None
         self.base_weight_ = 0.0
-        if self.guard:
+        if guard:
             self.base_weight_, evidence = test_on_validation(y, out_of_fold, base, candidates=(0.0, 0.5),
                                                              confidence=0.4, folds=folds, rng=seed)
         chosen = (1 - self.base_weight_) * out_of_fold + self.base_weight_ * base
