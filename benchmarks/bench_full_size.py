@@ -11,6 +11,9 @@ on the training rows and the base model's probabilities, and scored on the canon
              as most users' models do
   forest     scikit-learn's RandomForestClassifier(200) on the noisy labels
   linear     scikit-learn's OneVsRestClassifier(LogisticRegression()) on standardised X
+  KIND-oof   (converged, forest or linear) the same model, but the training rows' probabilities are out of fold
+             (``lsnpc.cross_val_pred_probs``, 5 folds), as a user of a model that memorises its training rows
+             gives them; the other rows' probabilities come from the model fitted on every training row
 
 Methods (every one is given the val0 triple unless its name ends in -noval):
 
@@ -22,6 +25,8 @@ Methods (every one is given the val0 triple unless its name ends in -noval):
   lsnpc-correction       LSNPC(student=False, guard=False): the correction alone
   lsnpc-labels           LSNPC() given the noisy labels too (labels=); -noval: those labels and no triple
   lsnpc-noval            LSNPC() with nothing but X and P
+  lsnpc-unlabelled       LSNPC() with X, P and the val0 and val1 rows without their labels (X_unlabelled=): rows the
+                         base model never saw; -labels-unlabelled: the noisy labels too
   lsnpc-semi             LSNPC() with the val1 clean set trained on as well (Algorithm 1)
   lsnpc-semi-noguard     the same with guard=False
 
@@ -51,15 +56,17 @@ from pathlib import Path
 
 import bench_quality as bq
 import numpy as np
+from sklearn.base import BaseEstimator
 
 DATASETS = ("goemotions", "tmc2007-500", "delicious", "bibtex")
-BASES = ("protocol", "converged", "forest", "linear")
+BASES = ("protocol", "converged", "forest", "linear", "converged-oof", "forest-oof", "linear-oof")
 METHODS = ("base-threshold", "base-threshold-narrow", "base-threshold-label", "lsnpc", "lsnpc-noguard",
-           "lsnpc-correction", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-noval", "lsnpc-semi", "lsnpc-semi-noguard")
+           "lsnpc-correction", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-noval", "lsnpc-unlabelled",
+           "lsnpc-labels-unlabelled", "lsnpc-semi", "lsnpc-semi-noguard")
 DEFAULT_METHODS = ("base-threshold", "base-threshold-narrow", "lsnpc", "lsnpc-noguard", "lsnpc-correction")
 
 
-class ConvergedMLP:
+class ConvergedMLP(BaseEstimator):
     """scikit-learn's MLPClassifier on standardised X, trained to convergence on the noisy labels (no early
     stopping, no clean label); ``predict_proba`` (n, L) like the project's classifiers. A label with one class
     only in the training rows keeps its training frequency."""
@@ -92,7 +99,7 @@ class ConvergedMLP:
         return np.clip(out, 0.0, 1.0)
 
 
-class _ConstantColumns:
+class _ConstantColumns(BaseEstimator):
     """A scikit-learn estimator fitted on the labels that vary in the training rows; a label with one class only
     keeps its training frequency. ``predict_proba`` (n, L) float32, as the project's classifiers give it."""
 
@@ -165,7 +172,7 @@ def prepare(dataset: str, size: str, kind: str, rate: float, seed: int, base_kin
     torch.set_num_threads(1)
     if base_kind == "protocol":
         return bq.prepare_setting(dataset, size, kind, rate, seed, home, text_pool, feature_cache)
-    if base_kind not in BASE_MODELS:
+    if base_kind.removesuffix("-oof") not in BASE_MODELS:
         raise ValueError(f"base_kind must be one of {BASES}, got {base_kind!r}")
     from lsnpc import simulate_noise
     from lsnpc.data import paper_splits
@@ -177,7 +184,7 @@ def prepare(dataset: str, size: str, kind: str, rate: float, seed: int, base_kin
     split = paper_splits(len(X), random_state=seed)
     tr = split["train"]
     Y_noisy = simulate_noise(Y[tr], kind, rate, random_state=seed)[0] if rate > 0 else Y[tr].copy()
-    base = BASE_MODELS[base_kind](seed).fit(X[tr], Y_noisy)
+    base = BASE_MODELS[base_kind.removesuffix("-oof")](seed).fit(X[tr], Y_noisy)
     return dict(X=X, Y=Y, Xt=Xt, Yt=Yt, split=split, Y_noisy=Y_noisy, base=base)
 
 
@@ -215,6 +222,10 @@ def prepared_probs(dataset: str, size: str, kind: str, rate: float, seed: int, b
                v0=s["split"]["val0"], v1=s["split"]["val1"])
     for name_, rows in (("P_tr", "tr"), ("P_v0", "v0"), ("P_v1", "v1")):
         out[name_] = np.asarray(base.predict_proba(X[out[rows]]), dtype=np.float32)
+    if base_kind.endswith("-oof"):  # the training rows scored by copies not trained on them
+        from lsnpc import cross_val_pred_probs
+
+        out["P_tr"] = cross_val_pred_probs(base, X[out["tr"]], out["Y_noisy"], cv=5, random_state=seed)
     out["P_te"] = np.asarray(base.predict_proba(s["Xt"]), dtype=np.float32)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -268,10 +279,15 @@ def _fitted_rows(method: str, methods: tuple[str, ...], params: dict, key: dict,
         options["guard"] = False
     if method == "lsnpc-correction":
         options["student"] = False
-    kwargs = {} if method.endswith("noval") else dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
+    if method.endswith("noval"):
+        kwargs = {}
+    elif method.endswith("-unlabelled"):  # the clean rows' features and probabilities, never their labels
+        kwargs = dict(X_unlabelled=np.concatenate([X[v0], X[v1]]), pred_probs_unlabelled=np.concatenate([P_v0, P_v1]))
+    else:
+        kwargs = dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
     if method.startswith("lsnpc-semi"):
         kwargs.update(X_clean=X[v1], y_clean=Y[v1], pred_probs_clean=P_v1)
-    if method.removesuffix("-noval").endswith("labels"):
+    if method.removesuffix("-noval").removesuffix("-unlabelled").endswith("labels"):
         kwargs.update(labels=Y_noisy)
     corrector = LSNPC(random_state=seed, **options).fit(X[tr], P_tr, **kwargs)
     seconds = time.perf_counter() - started

@@ -14,7 +14,7 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-from bench_full_size import ConvergedMLP, prepare, print_tables, run_setting
+from bench_full_size import ConvergedMLP, Forest, prepare, prepared_probs, print_tables, run_setting
 from diag_full_size import apply_ceiling, fit_ceiling, noise_vs_signal, scores
 
 SMALL = "synthetic[n_labels=5,n_features=8,n_train=120,n_test=60]"
@@ -42,6 +42,23 @@ def test_both_base_models_see_the_same_rows_split_and_noise():
     assert isinstance(b["base"], ConvergedMLP) and hasattr(a["base"], "trunk_")
     with pytest.raises(ValueError, match="base_kind"):
         prepare(SMALL, "full", "symmetric", 0.3, 0, "other", "", 0, None)
+
+
+def test_an_oof_base_scores_its_training_rows_out_of_fold_and_the_rest_as_the_plain_base():
+    from lsnpc import cross_val_pred_probs
+
+    plain = prepared_probs(SMALL, "full", "symmetric", 0.3, 0, "forest", "", 0, None, None)
+    oof = prepared_probs(SMALL, "full", "symmetric", 0.3, 0, "forest-oof", "", 0, None, None)
+    for key in ("Y_noisy", "P_v0", "P_v1", "P_te"):
+        assert np.array_equal(plain[key], oof[key])
+    X_tr = plain["X"][plain["tr"]]
+    expected = cross_val_pred_probs(Forest(random_state=0), X_tr, plain["Y_noisy"], cv=5, random_state=0)
+    assert np.array_equal(oof["P_tr"], expected)
+    # the forest reproduces its own training rows' labels; copies that never saw a row do not
+    def agree(P: np.ndarray) -> float:
+        return float(((P >= 0.5) == plain["Y_noisy"]).mean())
+
+    assert agree(plain["P_tr"]) > 0.99 > agree(oof["P_tr"])
 
 
 def test_run_setting_scores_each_method_with_its_threshold():

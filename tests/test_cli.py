@@ -114,6 +114,29 @@ def test_fit_trains_on_a_validation_set_too_small_to_test_unless_told_to_validat
     assert json.loads(validated.stdout)["selection"] == "val_f1"
 
 
+def test_fit_counts_labels_on_the_unlabelled_rows_it_is_given(tmp_path: Path) -> None:
+    """--unlabelled-features/--unlabelled-probs (rows the classifier never saw, no labels) set the threshold by the
+    label count on those rows; one without the other is a one-line error naming both flags."""
+    X, Y = make_toy_multilabel(200, 6, 4, seed=2)
+    P = np.clip(0.7 * Y + np.random.default_rng(0).uniform(0, 0.3, Y.shape), 0, 1)
+    for name, array in dict(X=X[:160], P=P[:160], Xu=X[160:], Pu=0.6 * P[160:]).items():
+        np.save(tmp_path / f"{name}.npy", array)
+    fit = ("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.npy", "--epochs", "1",
+           "--set", "hidden_dim=16", "--set", "latent_dim=4", "--json")
+    result = lsnpc(*fit, "--unlabelled-features", tmp_path / "Xu.npy", "--unlabelled-probs", tmp_path / "Pu.npy",
+                   "--out", tmp_path / "model")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)["report"]
+    threshold = report["decisions"][-1]
+    assert report["plan"]["threshold"] == threshold["method"] == "label count on unlabelled rows"
+    assert threshold["evidence"]["n_counted"] == 40
+    assert_user_error(lsnpc(*fit, "--unlabelled-features", tmp_path / "Xu.npy", "--out", tmp_path / "other"),
+                      "--unlabelled-features and --unlabelled-probs must be given together")
+    assert not (tmp_path / "other").exists()
+    assert_user_error(lsnpc(*fit, "--unlabelled-features", tmp_path / "X.npy", "--unlabelled-probs",
+                            tmp_path / "Pu.npy", "--out", tmp_path / "other"), "--unlabelled-features")
+
+
 def test_a_library_warning_is_one_line_that_names_the_flag(tmp_path: Path) -> None:
     """fit on flat --probs (a base model that learned nothing) warns in one line ``warning: ...`` on
     stderr that names --probs, not in Python's file-and-line format, and still saves the model; probabilities

@@ -126,6 +126,57 @@ def test_without_any_label_the_elbo_chooses_and_the_threshold_keeps_to_the_expec
     assert predicted <= evidence["expected_count"] or threshold.choice == 0.5
 
 
+def test_unlabelled_rows_the_base_model_never_saw_set_the_label_count() -> None:
+    # a random forest is surer of the rows it was trained on than of new ones: the count met on its training rows
+    # is met at too high a threshold on new rows; rows it never saw, given without labels, set the threshold
+    from sklearn.ensemble import RandomForestClassifier
+
+    from lsnpc import simulate_noise
+
+    X, Y = make_toy_multilabel(500, 8, 4, seed=5)
+    noisy = simulate_noise(Y[:300], "symmetric", 0.3, random_state=0)[0]
+    forest = RandomForestClassifier(n_estimators=30, random_state=0).fit(X[:300], noisy)
+    P = np.stack([p[:, 1] for p in forest.predict_proba(X)], axis=1).astype(np.float32)
+    train, new = slice(0, 300), slice(300, 400)
+    for given in ({}, {"labels": noisy}):
+        plain = LSNPC(random_state=0, **FAST).fit(X[train], P[train], **given)
+        counted = LSNPC(random_state=0, **FAST).fit(X[train], P[train], X_unlabelled=X[new],
+                                                    pred_probs_unlabelled=P[new], **given)
+        threshold = counted.report_["threshold"]
+        assert threshold.method == counted.report_.plan.threshold == "label count on unlabelled rows"
+        assert threshold.evidence["n_counted"] == 100
+        expected = float(noisy.sum(1).mean()) if given else float(P[train].sum(1).mean())
+        assert threshold.evidence["expected_count"] == pytest.approx(expected, rel=1e-6)
+        output = counted.predict_proba(X[new], P[new])
+        predicted = float((output >= threshold.choice).sum(1).mean())
+        assert predicted == pytest.approx(threshold.evidence["predicted_count"]) and predicted <= expected
+        # only the threshold moves: the same networks, the same blend
+        np.testing.assert_array_equal(output, plain.predict_proba(X[new], P[new]))
+        assert counted.threshold_ < plain.threshold_
+        assert "on 100 unlabelled rows the base model was not trained on" in counted.report_.summary()
+    # a validation triple that tests tunes the threshold; the unlabelled rows are not needed then
+    triple = dict(X_val=X[400:], y_val=Y[400:], pred_probs_val=P[400:])
+    with_triple = LSNPC(random_state=0, **FAST).fit(X[train], P[train], X_unlabelled=X[new],
+                                                    pred_probs_unlabelled=P[new], **triple)
+    assert with_triple.report_["threshold"].method == "tuned on validation"
+    assert with_triple.threshold_ == LSNPC(random_state=0, **FAST).fit(X[train], P[train], **triple).threshold_
+
+
+@pytest.mark.parametrize(("given", "match"), [
+    (dict(X_unlabelled="X"), "need X_unlabelled and pred_probs_unlabelled together; missing pred_probs_unlabelled"),
+    (dict(pred_probs_unlabelled="P"), "missing X_unlabelled"),
+    (dict(X_unlabelled="X3", pred_probs_unlabelled="P"), "X_unlabelled has 3 features, but X has 8"),
+    (dict(X_unlabelled="X", pred_probs_unlabelled="P3"), "pred_probs_unlabelled has 3 labels, but pred_probs has 4"),
+    (dict(X_unlabelled="X", pred_probs_unlabelled="P_short"), "X_unlabelled"),
+    (dict(X_unlabelled="X", pred_probs_unlabelled="P_bad"), "pred_probs_unlabelled"),
+])
+def test_unlabelled_rows_are_checked_by_name(problem: dict[str, np.ndarray], given: dict, match: str) -> None:
+    X, P = problem["X"][:100], problem["P"][:100]
+    arrays = dict(X=X[:20], X3=X[:20, :3], P=P[:20], P3=P[:20, :3], P_short=P[:19], P_bad=P[:20] + 1.5)
+    with pytest.raises(ValueError, match=match):
+        LSNPC(random_state=0, **FAST).fit(X, P, **{k: arrays[v] for k, v in given.items()})
+
+
 def test_a_sparse_and_vague_base_model_is_not_blended_in_without_labels() -> None:
     X, Y = make_toy_multilabel(300, 8, 10, seed=1)
     rng = np.random.default_rng(1)

@@ -30,6 +30,12 @@ PLAN = dict(n_rows=500, n_val=0, n_val_positives=0, labels=False, selection="aut
     (dict(n_val=15, n_val_positives=9, selection="val_f1"), ("none", "val_f1", "prior", "label count", 0, False)),
     (dict(guard=False, threshold_given=True), ("none", "noisy_elbo", "off", "given", 50, False)),
     (dict(n_rows=3), ("none", "last", "prior", "label count", 0, False)),
+    (dict(unlabelled=True), ("none", "noisy_elbo", "prior", "label count on unlabelled rows", 50, False)),
+    (dict(labels=True, unlabelled=True),
+     ("noisy labels", "noisy_f1", "noisy-label test", "label count on unlabelled rows", 50, False)),
+    (dict(n_val=25, n_val_positives=30, unlabelled=True),
+     ("validation", "val_f1", "validation test", "tuned on validation", 0, False)),
+    (dict(unlabelled=True, threshold_given=True), ("none", "noisy_elbo", "prior", "given", 50, False)),
 ])
 def test_the_plan_table(given: dict, expected: tuple) -> None:
     plan = make_plan(**{**PLAN, **given})

@@ -305,15 +305,46 @@ def check_labelled_triple(
     # a 0/1 matrix, or lists of class indices as labels= takes (a matrix's width is checked below, by name)
     ys = check_multilabel(y, names[1], n_labels=n_labels if _is_index_lists(y, n_labels) else None)
     ps = check_probabilities(probs, names[2])
-    check_same_n_samples(**{names[0]: Xs, names[1]: ys, names[2]: ps})
+    _check_like_training({names[0]: Xs, names[1]: ys, names[2]: ps}, sample_shape, n_labels)
+    return Xs, ys, ps
+
+
+def check_unlabelled_pair(
+    prefix: str,
+    X: Any,
+    probs: Any,
+    *,
+    check_X: Callable[[Any, str], np.ndarray],
+    sample_shape: tuple[int, ...],
+    n_labels: int,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Check optional rows without labels given as ``X_<prefix>`` and ``pred_probs_<prefix>`` (features, the base
+    model's probabilities): None when neither is given, else both, shaped like the training data (as
+    :func:`check_labelled_triple`)."""
+    names = (f"X_{prefix}", f"pred_probs_{prefix}")
+    if X is None and probs is None:
+        return None
+    if X is None or probs is None:
+        raise ValueError(f"the {prefix} rows need {names[0]} and {names[1]} together; missing "
+                         f"{names[0] if X is None else names[1]}")
+    Xs = check_X(X, names[0])
+    ps = check_probabilities(probs, names[1])
+    _check_like_training({names[0]: Xs, names[1]: ps}, sample_shape, n_labels)
+    return Xs, ps
+
+
+def _check_like_training(arrays: dict[str, np.ndarray], sample_shape: tuple[int, ...], n_labels: int) -> None:
+    """The first of ``arrays`` (name: array) holds features with the training data's ``sample_shape``, the others
+    ``n_labels`` columns; all the same number of rows."""
+    check_same_n_samples(**arrays)
+    (x_name, Xs), *others = arrays.items()
     if Xs.shape[1:] != sample_shape:
         if Xs.ndim == 2 and len(sample_shape) == 1:
-            raise ValueError(f"{names[0]} has {Xs.shape[1]} features, but X has {sample_shape[0]}")
-        raise ValueError(f"{names[0]} has sample shape {Xs.shape[1:]}, but X has {sample_shape}")
-    for arr, name in ((ys, names[1]), (ps, names[2])):
+            raise ValueError(f"{x_name} has {Xs.shape[1]} features, but X has {sample_shape[0]}")
+        raise ValueError(f"{x_name} has sample shape {Xs.shape[1:]}, but X has {sample_shape}")
+    for name, arr in others:
         if arr.shape[1] != n_labels:
             raise ValueError(f"{name} has {arr.shape[1]} labels, but pred_probs has {n_labels}")
-    return Xs, ys, ps
 
 
 def check_n_features(

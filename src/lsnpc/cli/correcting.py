@@ -107,7 +107,8 @@ def demo(
 _FIT_FLAGS = {"latent": "--latent", "epochs": "--epochs", **_OWN_FLAGS}
 _FIT_ERRORS = dict(X="--features", pred_probs="--probs", X_clean="--clean-features", y_clean="--clean-labels",
                    pred_probs_clean="--clean-probs", X_val="--val-features", y_val="--val-labels",
-                   pred_probs_val="--val-probs", **_FIT_FLAGS)
+                   pred_probs_val="--val-probs", X_unlabelled="--unlabelled-features",
+                   pred_probs_unlabelled="--unlabelled-probs", **_FIT_FLAGS)
 
 
 
@@ -155,12 +156,17 @@ def fit(
     clean_features: Annotated[Path | None, typer.Option(help="Semi-supervised: features of a small clean set.")] = None,
     clean_labels: Annotated[Path | None, typer.Option(help="Semi-supervised: its clean 0/1 labels.")] = None,
     clean_probs: Annotated[Path | None, typer.Option(help="Semi-supervised: the classifier's probabilities on it.")] = None,
-    val_features: Annotated[Path | None, typer.Option(help="Features of a validation set with clean labels: from 20 "
+    val_features: Annotated[Path | None, typer.Option(help="Features of a validation set with clean labels: from 10 "
                                                            "rows it chooses the checkpoint, tests the blend with the "
                                                            "base model and sets the threshold; a smaller one is "
                                                            "trained on as a clean set.")] = None,
     val_labels: Annotated[Path | None, typer.Option(help="Model selection: its clean 0/1 labels.")] = None,
     val_probs: Annotated[Path | None, typer.Option(help="Model selection: the classifier's probabilities on it.")] = None,
+    unlabelled_features: Annotated[Path | None, typer.Option(
+        help="Features of rows the classifier was not trained on, without labels (new rows, the rows to predict): "
+             "without a validation set the threshold is set by the label count on these rows, not on the "
+             "training rows a memorising classifier is too sure of.")] = None,
+    unlabelled_probs: Annotated[Path | None, typer.Option(help="The classifier's probabilities on those rows.")] = None,
     latent: Annotated[str, typer.Option(help="Latent family: student, gauss or learned (learned ν).")] = "student",
     epochs: Annotated[int | None, typer.Option(help="Training epochs (default: the library's).")] = None,
     paper: Annotated[bool, typer.Option("--paper", help="Use the paper's exact recipe (LSNPC.paper()).")] = False,
@@ -185,7 +191,8 @@ def fit(
     _refuse_input_as_output("--out", out, {
         "--features": features, "--probs": probs, "--labels": labels, "--clean-features": clean_features,
         "--clean-labels": clean_labels, "--clean-probs": clean_probs, "--val-features": val_features,
-        "--val-labels": val_labels, "--val-probs": val_probs})
+        "--val-labels": val_labels, "--val-probs": val_probs, "--unlabelled-features": unlabelled_features,
+        "--unlabelled-probs": unlabelled_probs})
     _check_device(device)
     try:
         check_save_target(out, overwrite=force)  # before minutes of training, not after
@@ -207,6 +214,11 @@ def fit(
     val = _optional_triplet("val", (val_features, val_labels, val_probs))
     if val is not None:
         kwargs.update(X_val=val[0], y_val=val[1], pred_probs_val=val[2])
+    if (unlabelled_features is None) != (unlabelled_probs is None):
+        raise ValueError("--unlabelled-features and --unlabelled-probs must be given together")
+    if unlabelled_features is not None:
+        kwargs.update(X_unlabelled=_read(unlabelled_features, "--unlabelled-features")[0],
+                      pred_probs_unlabelled=_read(unlabelled_probs, "--unlabelled-probs")[0])
     start = time.perf_counter()
     with _progress("warm start" if model.warm_start else "training epoch 1", unit="epoch") as update:
         shown = [0, None]  # the bar's count: epochs trained, of how many

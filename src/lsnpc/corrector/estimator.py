@@ -29,6 +29,7 @@ from .._validation import (
     check_array,
     check_is_fitted,
     check_labelled_triple,
+    check_unlabelled_pair,
     check_n_features,
     check_probabilities,
     check_random_state,
@@ -237,6 +238,7 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
     def fit(
         self, X: Any, pred_probs: Any, *, labels: Any = None, X_clean: Any = None, y_clean: Any = None,
         pred_probs_clean: Any = None, X_val: Any = None, y_val: Any = None, pred_probs_val: Any = None,
+        X_unlabelled: Any = None, pred_probs_unlabelled: Any = None,
         on_epoch: Callable[[int, int, dict[str, Any]], None] | None = None,
     ) -> LSNPC:
         """Learn the correction from the base model's probabilities, in the steps of the class docstring.
@@ -252,6 +254,11 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             A clean set, trained on after each epoch (semi-supervised, Algorithm 1).
         X_val, y_val, pred_probs_val : arrays, optional
             A clean validation triple: never trained on when it has ``min_val_rows`` rows or more.
+        X_unlabelled, pred_probs_unlabelled : arrays (n_u, d), (n_u, L), optional
+            Rows the base model was not trained on (new rows, a held-out split, the rows to be predicted), without
+            labels: where no triple tunes the threshold, the label count is measured on the output over these rows,
+            not over the training rows, whose probabilities a model that memorised them makes more certain than
+            any new row's. Never trained on.
         on_epoch : callable, optional
             ``on_epoch(epoch, epochs, entry)`` after the warm start (entry["phase"] "warm_start"), each epoch
             ("train"), the student ("student") and the decisions ("decide"): a hook for progress displays.
@@ -270,12 +277,14 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         same = {"check_X": self._check_X, "sample_shape": Xa.shape[1:], "n_labels": P.shape[1]}
         clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **same)
         val = check_labelled_triple("val", X_val, y_val, pred_probs_val, **same)
+        unlabelled = check_unlabelled_pair("unlabelled", X_unlabelled, pred_probs_unlabelled, **same)
         warn_if_flat(P)
         plan = make_plan(
             n_rows=len(P), n_val=0 if val is None else len(val[1]),
             n_val_positives=0 if val is None else int(np.count_nonzero(val[1])), labels=given is not None,
             selection=self.selection, guard=bool(self.guard), threshold_given=self.threshold != "auto",
-            min_val_rows=int(self.min_val_rows), holdout_fraction=float(self.holdout_fraction))
+            min_val_rows=int(self.min_val_rows), holdout_fraction=float(self.holdout_fraction),
+            unlabelled=unlabelled is not None)
         if plan.val_set_aside:
             if self.selection == "val_f1":
                 raise ValueError(f"selection='val_f1' needs a y_val with a positive label: {plan.val_set_aside}")
@@ -297,11 +306,11 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             else:
                 setattr(self, attribute, value)
         with num_threads(self.n_threads):  # the whole fit, its hooks too, on n_threads
-            self._fit_steps(Xa, P, given, clean, val, plan, rng, seed, predict_seed, on_epoch)
+            self._fit_steps(Xa, P, given, clean, val, unlabelled, plan, rng, seed, predict_seed, on_epoch)
         return self
 
     def _fit_steps(self, Xa: np.ndarray, P: np.ndarray, given: np.ndarray | None, clean: Any, val: Any,
-                   plan: FitPlan, rng: np.random.Generator, seed: int, predict_seed: int, on_epoch: Any) -> None:
+                   unlabelled: tuple[np.ndarray, np.ndarray] | None, plan: FitPlan, rng: np.random.Generator, seed: int, predict_seed: int, on_epoch: Any) -> None:
         """Steps 2–5 of the class docstring, then the report."""
         hold = self._train(Xa, P, given, clean, val if plan.selection == "val_f1" else None, plan, rng, seed,
                            predict_seed, on_epoch)
@@ -314,7 +323,8 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         check_rows = hold if len(hold) else trained  # rows the correction did not train on, where there are some
         blend = self._decide_blend(plan, Xa, P, given, val, check_rows, np.random.default_rng(predict_seed))
         self.base_weight_ = float(blend.choice)
-        threshold = self._decide_threshold(plan, Xa, P, given, val, hold, flat=bool(blend.evidence.get("flat")))
+        threshold = self._decide_threshold(plan, Xa, P, given, val, hold, flat=bool(blend.evidence.get("flat")),
+                                           unlabelled=unlabelled)
         self.threshold_ = float(threshold.choice)
         epoch = Decision("epoch", self.best_epoch_, self.selection_, {
             "epochs": self.epochs_, "n_holdout": len(hold), "n_val": len(val[1]) if plan.selection == "val_f1" else 0,
@@ -387,7 +397,8 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         return Decision("blend", w, plan.blend, evidence)
 
     def _decide_threshold(self, plan: FitPlan, X: np.ndarray, P: np.ndarray, given: np.ndarray | None, val: Any,
-                          hold: np.ndarray, *, flat: bool = False) -> Decision:
+                          hold: np.ndarray, *, flat: bool = False,
+                          unlabelled: tuple[np.ndarray, np.ndarray] | None = None) -> Decision:
         """Step 5: ``predict``'s threshold, for the output as blended (:mod:`lsnpc.corrector.threshold`)."""
         if plan.threshold == "given":
             return Decision("threshold", float(self.threshold), "given")
@@ -395,9 +406,10 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         if plan.threshold == "tuned on validation":
             curve = tune_threshold(val[1], self._blended(val[0], val[2]), thresholds=grid)
             return Decision("threshold", curve.threshold, plan.threshold, curve.to_dict())
-        # no clean label: the output on the training rows keeps to the labels a row of the noisy labels, or else
-        # to the base model's expected count (for a flat base model, within count_growth times the labels a row
-        # it predicts at 0.5); held-out noisy labels choose among those thresholds
+        # no clean label: the output on the training rows (on the unlabelled rows, where given) keeps to the
+        # labels a row of the noisy labels, or else to the base model's expected count (for a flat base model,
+        # within count_growth times the labels a row it predicts at 0.5); held-out noisy labels choose among
+        # those thresholds
         output = self._blended(X, P)
         if given is not None:
             expected, source = float(given.sum(1).mean()), {"count_of": "noisy labels"}
@@ -407,6 +419,10 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             expected = base_count if limit is None else min(base_count, limit)
             source = {"count_of": "base model", "base_expected_count": base_count, "growth_limit": limit}
         floor = float(self.count_floor)
+        if plan.threshold == "label count on unlabelled rows":
+            counted = self._blended(*unlabelled)
+            chosen, evidence = count_threshold(counted, expected, grid, floor=floor)
+            return Decision("threshold", chosen, plan.threshold, {**evidence, **source, "n_counted": len(counted)})
         if plan.threshold == "tuned on held-out noisy labels":
             curve = tune_threshold(given[hold], output[hold], thresholds=within_count(output, expected, grid, floor=floor))
             return Decision("threshold", curve.threshold, plan.threshold,

@@ -12,6 +12,7 @@ One table (``docs/design.md`` explains each choice and the numbers behind it)::
                                                                                  there                          (the count alone below min_val_rows)
     nothing                                   held-out noisy ELBO (600 steps)    the prior (0 sparse and        label count
                                                                                  vague, 1 flat)
+    (either, with unlabelled rows)                                                                              label count on those rows
 
 - A validation triple of fewer than ``min_val_rows`` rows is too small to test anything: with
   ``selection="auto"`` it is trained on as a clean set instead (a pass over it after each epoch, Algorithm 1),
@@ -22,6 +23,11 @@ One table (``docs/design.md`` explains each choice and the numbers behind it)::
   over the training rows; for a flat base model at most ``count_growth`` times its own count at 0.5, since it
   expects more labels than the data hold). Held-out noisy labels tune the threshold only among those
   thresholds: F1 against noisy labels rewards predicting the labels the noise added.
+- "label count on unlabelled rows": without a triple that tests, where rows the base model was not trained on
+  are given (``X_unlabelled``, ``pred_probs_unlabelled``, no labels), the label count is measured on the output
+  over those rows instead of the training rows: a model that memorised its training rows (a forest, a network
+  trained to convergence) is more certain there than on any new row, so a count met there is met at too high a
+  threshold on new rows.
 - ``guard=False``: no blend; a given ``threshold``: used as it is.
 
 Pure functions, no torch.
@@ -36,7 +42,8 @@ __all__ = ["EVIDENCE", "FitPlan", "make_plan", "holdout_size"]
 
 EVIDENCE = ("validation", "noisy labels", "none")
 BLENDS = ("validation test", "noisy-label test", "prior", "off")
-THRESHOLDS = ("tuned on validation", "tuned on held-out noisy labels", "label count", "given")
+THRESHOLDS = ("tuned on validation", "label count on unlabelled rows", "tuned on held-out noisy labels", "label count",
+              "given")
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,8 @@ class FitPlan:
         What chooses the epoch.
     blend : {"validation test", "noisy-label test", "prior", "off"}
         How the base model's weight in the output is chosen.
-    threshold : {"tuned on validation", "tuned on held-out noisy labels", "label count", "given"}
+    threshold : {"tuned on validation", "label count on unlabelled rows", "tuned on held-out noisy labels",
+                 "label count", "given"}
         How ``predict``'s threshold is chosen.
     n_holdout : int
         Training rows held out of training to choose the epoch (0 when none are).
@@ -82,7 +90,7 @@ def holdout_size(n_rows: int, fraction: float) -> int:
 
 def make_plan(
     *, n_rows: int, n_val: int, n_val_positives: int, labels: bool, selection: str, guard: bool,
-    threshold_given: bool, min_val_rows: int, holdout_fraction: float,
+    threshold_given: bool, min_val_rows: int, holdout_fraction: float, unlabelled: bool = False,
 ) -> FitPlan:
     """The plan of a fit (see the module's table).
 
@@ -90,7 +98,8 @@ def make_plan(
     (0, 0 without one); ``labels``: the noisy training labels were given; ``selection``: the estimator's parameter
     ("auto" or a criterion); ``guard``: whether the base model may be blended in; ``threshold_given``: a number was
     given for the threshold; ``min_val_rows``: the fewest validation rows that can test the output;
-    ``holdout_fraction``: the share of training rows held out where a noisy criterion chooses the epoch.
+    ``holdout_fraction``: the share of training rows held out where a noisy criterion chooses the epoch;
+    ``unlabelled``: rows the base model was not trained on were given, without labels.
     """
     set_aside = None
     if n_val and not n_val_positives:
@@ -113,6 +122,8 @@ def make_plan(
         how = "given"
     elif evidence == "validation":
         how = "tuned on validation"
+    elif unlabelled:
+        how = "label count on unlabelled rows"
     elif evidence == "noisy labels" and n_holdout >= min_val_rows:
         how = "tuned on held-out noisy labels"
     else:

@@ -46,7 +46,8 @@ class Decision:
     method : str
         How: the epoch criterion ("val_f1", "noisy_f1", "noisy_elbo", "last"); "mean" or "off" for the student;
         "validation test", "noisy-label test", "prior", "off" for the blend; "tuned on validation",
-        "tuned on held-out noisy labels", "label count", "given" for the threshold.
+        "label count on unlabelled rows", "tuned on held-out noisy labels", "label count", "given" for the
+        threshold.
     evidence : dict
         The numbers behind the choice, in plain JSON types (mapping keys are strings: ``loss_support`` is keyed
         by the base weight as text, "0.5"); each step's keys are in ``docs/design.md``.
@@ -194,5 +195,7 @@ def _threshold_why(threshold: Decision) -> str:
     else:
         whose = (f"the base model expects ({e.get('base_expected_count', 0):.2f}), capped for a flat base model at "
                  f"its own count at 0.5 times count_growth ({e['growth_limit']:.2f}):")
-    return (f"the lowest threshold from {e.get('floor', 0):g} at which the output predicts no more labels a row "
-            f"({e.get('predicted_count', 0):.2f}) than {whose} {e.get('expected_count', 0):.2f}")
+    where = (f" on {e['n_counted']} unlabelled rows the base model was not trained on"
+             if threshold.method == "label count on unlabelled rows" else "")
+    return (f"the lowest threshold from {e.get('floor', 0):g} at which the output{where} predicts no more labels a "
+            f"row ({e.get('predicted_count', 0):.2f}) than {whose} {e.get('expected_count', 0):.2f}")
