@@ -15,7 +15,7 @@ on the training rows and the base model's probabilities, and scored on the canon
              (``lsnpc.cross_val_pred_probs``, 5 folds), as a user of a model that memorises its training rows
              gives them; the other rows' probabilities come from the model fitted on every training row
 
-Methods (every one is given the val0 triple unless its name ends in -noval):
+Methods (every one is given the val0 triple unless its name ends in -noval or -unlabelled):
 
   base-threshold         the base model's probabilities at the threshold ``lsnpc.tune_threshold`` chooses on val0
   base-threshold-narrow  the same on the fixed grid 0.2, 0.225, ..., 0.5 the library searched before

@@ -310,7 +310,8 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         return self
 
     def _fit_steps(self, Xa: np.ndarray, P: np.ndarray, given: np.ndarray | None, clean: Any, val: Any,
-                   unlabelled: tuple[np.ndarray, np.ndarray] | None, plan: FitPlan, rng: np.random.Generator, seed: int, predict_seed: int, on_epoch: Any) -> None:
+                   unlabelled: tuple[np.ndarray, np.ndarray] | None, plan: FitPlan, rng: np.random.Generator,
+                   seed: int, predict_seed: int, on_epoch: Any) -> None:
         """Steps 2–5 of the class docstring, then the report."""
         hold = self._train(Xa, P, given, clean, val if plan.selection == "val_f1" else None, plan, rng, seed,
                            predict_seed, on_epoch)
