@@ -20,6 +20,9 @@ Methods (every one is given the val0 triple unless its name ends in -noval or -u
   base-threshold         the base model's probabilities at the threshold ``lsnpc.tune_threshold`` chooses on val0
   base-threshold-narrow  the same on the fixed grid 0.2, 0.225, ..., 0.5 the library searched before
   base-threshold-label   the same with per_label=True
+  count-unlabelled       the base model at the label count met on the val0 and val1 rows without their labels
+                         (``CountThreshold`` with X_unlabelled=): LSNPC-unlabelled's competitor; -labels-: the
+                         noisy labels' count
   lsnpc                  LSNPC(), the default
   lsnpc-noguard          LSNPC(guard=False): the student and the correction, no base model mixed in
   lsnpc-correction       LSNPC(student=False, guard=False): the correction alone
@@ -60,7 +63,8 @@ from sklearn.base import BaseEstimator
 
 DATASETS = ("goemotions", "tmc2007-500", "delicious", "bibtex")
 BASES = ("protocol", "converged", "forest", "linear", "converged-oof", "forest-oof", "linear-oof")
-METHODS = ("base-threshold", "base-threshold-narrow", "base-threshold-label", "lsnpc", "lsnpc-noguard",
+METHODS = ("base-threshold", "base-threshold-narrow", "base-threshold-label", "count-unlabelled",
+           "count-labels-unlabelled", "lsnpc", "lsnpc-noguard",
            "lsnpc-correction", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-noval", "lsnpc-unlabelled",
            "lsnpc-labels-unlabelled", "lsnpc-semi", "lsnpc-semi-noguard")
 DEFAULT_METHODS = ("base-threshold", "base-threshold-narrow", "lsnpc", "lsnpc-noguard", "lsnpc-correction")
@@ -258,6 +262,15 @@ def _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text
             tuned = tune_threshold(Y[v0], P_v0, **options)
             rows.append(dict(key, method=method, **_scored(Yt, P_te, tuned.decision), seconds=0.0,
                              threshold=tuned.threshold))
+            continue
+        if method.startswith("count-"):
+            from lsnpc.baselines import CountThreshold
+
+            given = dict(labels=Y_noisy) if method == "count-labels-unlabelled" else {}
+            counted = CountThreshold().fit(X[tr], P_tr, X_unlabelled=np.concatenate([X[v0], X[s["v1"]]]),
+                                           pred_probs_unlabelled=np.concatenate([P_v0, s["P_v1"]]), **given)
+            rows.append(dict(key, method=method, **_scored(Yt, P_te, counted.threshold_), seconds=0.0,
+                             threshold=counted.threshold_))
             continue
         if method in DERIVED and "lsnpc" in methods:  # read off the "lsnpc" fit where that equals fitting it
             continue

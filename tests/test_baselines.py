@@ -309,6 +309,35 @@ def test_bad_hyper_parameters_are_reported_at_fit(model, match):
         model.fit(X, P)
 
 
+def test_count_threshold_meets_the_count_on_unlabelled_rows_where_given():
+    # a forest scores its own training rows otherwise than new ones: where rows it never saw are given without
+    # labels, the count (still the noisy labels') is met on them, as LSNPC meets it
+    from sklearn.ensemble import RandomForestClassifier
+
+    from lsnpc import simulate_noise
+    from lsnpc.baselines import CountThreshold
+    from lsnpc.corrector.threshold import count_threshold
+
+    X, Y = make_toy_multilabel(500, 8, 4, seed=5)
+    noisy = simulate_noise(Y[:300], "symmetric", 0.3, random_state=0)[0]
+    forest = RandomForestClassifier(n_estimators=100, random_state=0).fit(X[:300], noisy)
+    P = np.stack([p[:, 1] for p in forest.predict_proba(X)], axis=1).astype(np.float32)
+    plain = CountThreshold().fit(X[:300], P[:300], labels=noisy)
+    counted = CountThreshold().fit(X[:300], P[:300], labels=noisy, X_unlabelled=X[300:],
+                                   pred_probs_unlabelled=P[300:])
+    evidence, expected = counted.threshold_evidence_, float(noisy.sum(1).mean())
+    assert (evidence["counted_on"], evidence["n_counted"]) == ("unlabelled rows", 200)
+    assert (plain.threshold_evidence_["counted_on"], plain.threshold_evidence_["n_counted"]) == ("training rows", 300)
+    assert evidence["expected_count"] == plain.threshold_evidence_["expected_count"] == expected
+    assert counted.threshold_ == count_threshold(P[300:], expected, "auto", floor=0.05)[0] != plain.threshold_
+    assert plain.threshold_ == count_threshold(P[:300], expected, "auto", floor=0.05)[0]
+    assert float((P[300:] >= counted.threshold_).sum(1).mean()) == evidence["predicted_count"] <= expected
+    with pytest.raises(ValueError, match="missing pred_probs_unlabelled"):
+        CountThreshold().fit(X[:300], P[:300], X_unlabelled=X[300:400])
+    with pytest.raises(ValueError, match="pred_probs_unlabelled has 2 labels, but pred_probs has 4"):
+        CountThreshold().fit(X[:300], P[:300], X_unlabelled=X[300:400], pred_probs_unlabelled=P[300:400, :2])
+
+
 def test_top_level_exports():
     import lsnpc
 

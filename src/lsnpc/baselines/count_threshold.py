@@ -3,8 +3,9 @@
 No correction: ``predict_proba`` returns the base probabilities unchanged, and ``predict`` decides them at
 ``threshold_``, the lowest candidate at which the base model predicts no more labels a row, on average, than
 the noisy labels hold, as LSNPC's own no-label plan chooses its threshold
-(:func:`lsnpc.corrector.threshold.count_threshold` over the same candidates and floor). Beside LSNPC it shows
-how much of a gain is the correction and how much a threshold.
+(:func:`lsnpc.corrector.threshold.count_threshold` over the same candidates and floor); on rows the base model
+never saw, where they are given (``X_unlabelled``, ``pred_probs_unlabelled``), as LSNPC counts there too.
+Beside LSNPC it shows how much of a gain is the correction and how much a threshold.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from lsnpc._validation import check_binary_labels, check_random_state, check_scalar
+from lsnpc._validation import (
+    check_array,
+    check_binary_labels,
+    check_random_state,
+    check_scalar,
+    check_unlabelled_pair,
+)
 from lsnpc.baselines._common import PostProcessorMixin, validate_fit
 from lsnpc.corrector.threshold import check_thresholds, count_threshold
 
@@ -59,7 +66,8 @@ class CountThreshold(PostProcessorMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X: Any, pred_probs: Any, *, labels: Any = None, X_clean: Any = None, y_clean: Any = None,
-            pred_probs_clean: Any = None) -> CountThreshold:
+            pred_probs_clean: Any = None, X_unlabelled: Any = None,
+            pred_probs_unlabelled: Any = None) -> CountThreshold:
         """Choose ``threshold_`` on the training rows' base probabilities.
 
         Parameters
@@ -73,6 +81,10 @@ class CountThreshold(PostProcessorMixin, BaseEstimator):
             Without them, the base model's expected count (the sum of its probabilities a row) is.
         X_clean, y_clean, pred_probs_clean : optional
             Accepted for the common interface and ignored: this competitor has no clean labels.
+        X_unlabelled, pred_probs_unlabelled : arrays (n_u, d), (n_u, L), optional
+            Rows the base model was not trained on, without labels: the count is met on their probabilities,
+            not on the training rows' (a model that memorised its training rows is surer of them than of new
+            rows). The expected count still comes from the noisy labels or the training rows' probabilities.
         """
         check_scalar(self.count_floor, "count_floor", kind=Real, low=0, high=1, low_inclusive=False)
         grid = check_thresholds(self.thresholds, "thresholds", auto=True)
@@ -87,8 +99,15 @@ class CountThreshold(PostProcessorMixin, BaseEstimator):
             expected, source = float(given.sum(1).mean()), "noisy labels"
         else:
             expected, source = float(P.sum(1).mean()), "base model"
-        self.threshold_, evidence = count_threshold(P, expected, grid, floor=float(self.count_floor))
-        self.threshold_evidence_ = {**evidence, "count_of": source}
+        unlabelled = check_unlabelled_pair(
+            "unlabelled", X_unlabelled, pred_probs_unlabelled,
+            check_X=lambda value, name: check_array(value, name, ndim=2, dtype=np.float32),
+            sample_shape=data.X.shape[1:], n_labels=P.shape[1])
+        counted = P if unlabelled is None else unlabelled[1]
+        self.threshold_, evidence = count_threshold(counted, expected, grid, floor=float(self.count_floor))
+        self.threshold_evidence_ = {**evidence, "count_of": source,
+                                    "counted_on": "training rows" if unlabelled is None else "unlabelled rows",
+                                    "n_counted": len(counted)}
         self.n_features_in_, self.n_labels_ = int(data.X.shape[1]), int(P.shape[1])
         return self
 
