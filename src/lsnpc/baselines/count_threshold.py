@@ -68,7 +68,7 @@ class CountThreshold(PostProcessorMixin, BaseEstimator):
     def fit(self, X: Any, pred_probs: Any, *, labels: Any = None, X_clean: Any = None, y_clean: Any = None,
             pred_probs_clean: Any = None, X_unlabelled: Any = None,
             pred_probs_unlabelled: Any = None) -> CountThreshold:
-        """Choose ``threshold_`` on the training rows' base probabilities.
+        """Choose ``threshold_`` on the base probabilities of the training rows, or of the unlabelled rows given.
 
         Parameters
         ----------
