@@ -63,9 +63,11 @@ def test_variants_are_lsnpc_with_their_preset_and_params_override_it() -> None:
 
 def test_runner_options_have_per_component_defaults_and_are_not_estimator_params() -> None:
     assert get_component("lsnpc-semi").split_params({})[0] == {"clean_set": True, "select_on": "clean", "encoder": None,
-                                                               "noisy_labels": False}
+                                                               "noisy_labels": False, "unlabelled": False}
     assert get_component("gauss").split_params({"noisy_labels": True}) == ({"clean_set": False, "select_on": "none",
-                                                                           "encoder": None, "noisy_labels": True}, {})
+                                                                           "encoder": None, "noisy_labels": True,
+                                                                           "unlabelled": False}, {})
+    assert get_component("count-threshold").split_params({"unlabelled": True})[0]["unlabelled"] is True
     assert get_component("lsnpc-paper").split_params({})[0]["select_on"] == "clean"
     options, params = get_component("lsnpc").split_params({"clean_set": True, "epochs": 3})
     assert options["clean_set"] is True and params == {"epochs": 3}
@@ -108,6 +110,8 @@ BASE = {
         ({"name": "knn", "params": {"encoder": "classifier"}}, "post_processors[0].params.encoder: knn has no data encoder"),
         ({"name": "lsnpc", "params": {"noisy_labels": "yes"}}, "post_processors[0].params.noisy_labels: must be true or"),
         ({"name": "npc", "params": {"noisy_labels": True}}, "post_processors[0].params.noisy_labels: npc takes no training"),
+        ({"name": "lsnpc", "params": {"unlabelled": 1}}, "post_processors[0].params.unlabelled: must be true or false"),
+        ({"name": "knn", "params": {"unlabelled": True}}, "post_processors[0].params.unlabelled: knn meets no label count"),
         ({"name": "lsnpc", "sweep": {"select_on": ["none", "x"]}}, "post_processors[0].params.select_on"),
         ({"name": "tabnet"}, "post_processors[0].name: unknown post-processor 'tabnet'; known: none, knn, npc"),
     ],

@@ -103,6 +103,21 @@ def test_noisy_labels_option_hands_lsnpc_the_training_labels_the_classifier_saw(
     assert given["selection"] == "noisy_f1"
 
 
+def test_unlabelled_option_hands_the_val_rows_without_labels_and_moves_only_the_threshold() -> None:
+    """``unlabelled: true``: fit gets the val0 and val1 rows' features and base probabilities, never their labels,
+    and the label count is met on them; the same networks, so the ranking metrics do not move."""
+    counted = {"name": "lsnpc", "label": "lsnpc-unlabelled", "params": {**TINY_LSNPC, "unlabelled": True}}
+    base_counted = {"name": "count-threshold", "label": "count-unlabelled", "params": {"unlabelled": True}}
+    config = parse_config(tiny(seeds=[0], processors=[{"name": "lsnpc", "params": TINY_LSNPC}, counted,
+                                                      "count-threshold", base_counted]))
+    (task,) = group_runs(expand_runs(config))
+    plain, given, count, count_given = run_group(task, None, threads=1, raise_errors=True).rows
+    assert (plain["unlabelled_used"], given["unlabelled_used"]) == (False, True)
+    assert given["lrap"] == plain["lrap"] and given["threshold"] != plain["threshold"]
+    assert count_given["unlabelled_used"] and count_given["lrap"] == count["lrap"]
+    assert count_given["threshold"] != count["threshold"]
+
+
 def test_a_failing_run_is_reported_not_written_and_retried(tmp_path: Path) -> None:
     processors = ["none", {"name": "knn", "params": {"n_neighbors": -1}}]
     summary = run_experiment(parse_config(tiny(seeds=[0], processors=processors)), tmp_path, threads=1)

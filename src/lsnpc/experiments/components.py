@@ -47,6 +47,9 @@ RUNNER_OPTIONS: Mapping[str, str] = MappingProxyType({
     "encoder": "'classifier': LSNPC starts its data encoder from the base classifier's trunk",
     "noisy_labels": "true: fit also gets the training rows' noisy labels (LSNPC's labels=), which choose the epoch "
                     "where no clean validation labels do (LSNPC's variants only)",
+    "unlabelled": "true: fit also gets the val0 and val1 rows' features and base probabilities, never their labels "
+                  "(X_unlabelled=: rows the base classifier never saw), on which a label count is met where no "
+                  "clean validation labels tune the threshold (LSNPC's variants and count-threshold)",
 })
 
 Factory = Callable[[dict[str, Any], int, str], Any]
@@ -77,6 +80,9 @@ class Component:
         The runner option ``noisy_labels``' default: whether ``fit`` gets the training rows' noisy labels.
     takes_labels : bool or None
         Whether ``fit`` takes ``labels=`` (so ``noisy_labels: true`` applies); None: as ``takes_encoder``.
+    takes_unlabelled : bool or None
+        Whether ``fit`` takes ``X_unlabelled=`` and ``pred_probs_unlabelled=`` (so ``unlabelled: true`` applies);
+        None: as ``takes_encoder``.
     """
 
     name: str
@@ -89,6 +95,12 @@ class Component:
     takes_encoder: bool = False
     noisy_labels: bool = False
     takes_labels: bool | None = None
+    takes_unlabelled: bool | None = None
+
+    @property
+    def accepts_unlabelled(self) -> bool:
+        """Whether ``fit`` takes rows the base model never saw, without labels (``X_unlabelled=``)."""
+        return self.takes_encoder if self.takes_unlabelled is None else self.takes_unlabelled
 
     @property
     def accepts_labels(self) -> bool:
@@ -107,7 +119,7 @@ class Component:
         """
         estimator_params = dict(params)
         options: dict[str, Any] = {"clean_set": self.clean_set, "select_on": self.select_on, "encoder": None,
-                                   "noisy_labels": self.noisy_labels}
+                                   "noisy_labels": self.noisy_labels, "unlabelled": False}
         if self.role == "post_processor":
             for key in RUNNER_OPTIONS:
                 if key in estimator_params:
@@ -124,6 +136,11 @@ class Component:
             raise ValueError(f"noisy_labels: must be true or false, got {options['noisy_labels']!r}")
         if options["noisy_labels"] and not self.accepts_labels:
             raise ValueError(f"noisy_labels: {self.name} takes no training labels (its fit has no labels= "
+                             "parameter)")
+        if not isinstance(options["unlabelled"], bool):
+            raise ValueError(f"unlabelled: must be true or false, got {options['unlabelled']!r}")
+        if options["unlabelled"] and not self.accepts_unlabelled:
+            raise ValueError(f"unlabelled: {self.name} meets no label count (its fit has no X_unlabelled= "
                              "parameter)")
         return options, estimator_params
 
@@ -185,7 +202,7 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType({c.name: c for c in (
     Component("count-threshold", "post_processor", "base @ count threshold",
               "the base model's probabilities at the threshold its noisy labels' count implies (no correction)",
               _estimator("lsnpc.baselines", "CountThreshold", device=False), noisy_labels=True,
-              takes_labels=True),
+              takes_labels=True, takes_unlabelled=True),
 )})
 
 #: Classifier names in registry order.
@@ -289,10 +306,11 @@ def _user_component(path: str, role: str) -> Component:
                          f"got {type(target).__name__}")
     fit = getattr(target, "fit", None)
     takes_labels = fit is not None and accepts(fit, "labels")
+    takes_unlabelled = fit is not None and accepts(fit, "X_unlabelled") and accepts(fit, "pred_probs_unlabelled")
     title = getattr(target, "title", None)
     return Component(path, role, title if isinstance(title, str) else path.split(":")[1],
                      (inspect.getdoc(target) or path).splitlines()[0], _user_factory(target),
-                     takes_labels=takes_labels)
+                     takes_labels=takes_labels, takes_unlabelled=takes_unlabelled)
 
 
 def get_component(name: str, role: str | None = None) -> Component:

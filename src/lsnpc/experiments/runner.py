@@ -255,6 +255,9 @@ def _run_processor(
             kwargs.update(X_val=data.X["val0"], y_val=data.Y_clean["val0"], pred_probs_val=probs["val0"])
         if options["noisy_labels"]:  # the labels the base classifier was trained on
             kwargs.update(labels=data.Y_noisy["train"])
+        if options["unlabelled"]:  # rows the base classifier never saw, their labels unread
+            kwargs.update(X_unlabelled=np.concatenate([data.X["val0"], data.X["val1"]]),
+                          pred_probs_unlabelled=np.concatenate([probs["val0"], probs["val1"]]))
         processor.fit(data.X["train"], probs["train"], **kwargs)
         fit_s = time.perf_counter() - start
         start = time.perf_counter()
@@ -271,6 +274,7 @@ def _run_processor(
         "selection": selection,
         "threshold": threshold,
         "clean_set_used": bool(options["clean_set"]) and processor is not None,
+        "unlabelled_used": bool(options["unlabelled"]) and processor is not None,
         "time_fit_s": fit_s,
         "time_predict_s": predict_s,
         "lsnpc_version": _version(),
