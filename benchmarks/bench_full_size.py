@@ -267,8 +267,7 @@ def _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text
             from lsnpc.baselines import CountThreshold
 
             given = dict(labels=Y_noisy) if method == "count-labels-unlabelled" else {}
-            counted = CountThreshold().fit(X[tr], P_tr, X_unlabelled=np.concatenate([X[v0], X[s["v1"]]]),
-                                           pred_probs_unlabelled=np.concatenate([P_v0, s["P_v1"]]), **given)
+            counted = CountThreshold().fit(X[tr], P_tr, **_unlabelled_rows(s), **given)
             rows.append(dict(key, method=method, **_scored(Yt, P_te, counted.threshold_), seconds=0.0,
                              threshold=counted.threshold_))
             continue
@@ -276,6 +275,13 @@ def _run_setting(dataset, size, kind, rate, seed, base_kind, methods, home, text
             continue
         rows.extend(_fitted_rows(method, methods, params, key, s, seed))
     return rows
+
+
+def _unlabelled_rows(s: dict) -> dict:
+    """The val0 and val1 rows' features and base probabilities, never their labels: rows the base model never saw,
+    as ``X_unlabelled``, ``pred_probs_unlabelled``."""
+    return dict(X_unlabelled=np.concatenate([s["X"][s["v0"]], s["X"][s["v1"]]]),
+                pred_probs_unlabelled=np.concatenate([s["P_v0"], s["P_v1"]]))
 
 
 def _fitted_rows(method: str, methods: tuple[str, ...], params: dict, key: dict, s: dict, seed: int) -> list[dict]:
@@ -294,8 +300,8 @@ def _fitted_rows(method: str, methods: tuple[str, ...], params: dict, key: dict,
         options["student"] = False
     if method.endswith("noval"):
         kwargs = {}
-    elif method.endswith("-unlabelled"):  # the clean rows' features and probabilities, never their labels
-        kwargs = dict(X_unlabelled=np.concatenate([X[v0], X[v1]]), pred_probs_unlabelled=np.concatenate([P_v0, P_v1]))
+    elif method.endswith("-unlabelled"):
+        kwargs = _unlabelled_rows(s)
     else:
         kwargs = dict(X_val=X[v0], y_val=Y[v0], pred_probs_val=P_v0)
     if method.startswith("lsnpc-semi"):

@@ -24,18 +24,21 @@ from lsnpc._validation import (
     check_probabilities,
     check_same_n_samples,
     check_scalar,
+    check_unlabelled_pair,
 )
 
 
 @dataclass(frozen=True)
 class FitData:
-    """Validated fit inputs: X (n, d) float32, pred_probs (n, L) float32, optional clean set."""
+    """Validated fit inputs: X (n, d) float32, pred_probs (n, L) float32, optional clean set, optional unlabelled
+    rows (X_unlabelled, pred_probs_unlabelled)."""
 
     X: np.ndarray
     pred_probs: np.ndarray
     X_clean: np.ndarray | None
     y_clean: np.ndarray | None
     pred_probs_clean: np.ndarray | None
+    unlabelled: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def has_clean(self) -> bool:
@@ -55,18 +58,17 @@ def validate_fit(
     X_clean: Any = None,
     y_clean: Any = None,
     pred_probs_clean: Any = None,
+    X_unlabelled: Any = None,
+    pred_probs_unlabelled: Any = None,
 ) -> FitData:
-    """Check the fit arguments; the clean set is all three of X_clean, y_clean, pred_probs_clean."""
+    """Check the fit arguments; the clean set is all three of X_clean, y_clean, pred_probs_clean, the unlabelled
+    rows both of X_unlabelled, pred_probs_unlabelled."""
     X, pred_probs = _check_pair(X, pred_probs, "X", "pred_probs")
-    clean = check_labelled_triple(
-        "clean", X_clean, y_clean, pred_probs_clean,
-        check_X=lambda value, name: check_array(value, name, ndim=2, dtype=np.float32),
-        sample_shape=X.shape[1:], n_labels=pred_probs.shape[1],
-    )
-    if clean is None:
-        return FitData(X, pred_probs, None, None, None)
-    X_clean, y_clean, pred_probs_clean = clean
-    return FitData(X, pred_probs, X_clean, y_clean, pred_probs_clean)
+    like_X = {"check_X": lambda value, name: check_array(value, name, ndim=2, dtype=np.float32),
+              "sample_shape": X.shape[1:], "n_labels": pred_probs.shape[1]}
+    clean = check_labelled_triple("clean", X_clean, y_clean, pred_probs_clean, **like_X) or (None, None, None)
+    unlabelled = check_unlabelled_pair("unlabelled", X_unlabelled, pred_probs_unlabelled, **like_X)
+    return FitData(X, pred_probs, *clean, unlabelled)
 
 
 class PostProcessorMixin:

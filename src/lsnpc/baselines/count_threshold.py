@@ -16,13 +16,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from lsnpc._validation import (
-    check_array,
-    check_binary_labels,
-    check_random_state,
-    check_scalar,
-    check_unlabelled_pair,
-)
+from lsnpc._validation import check_binary_labels, check_random_state, check_scalar
 from lsnpc.baselines._common import PostProcessorMixin, validate_fit
 from lsnpc.corrector.threshold import check_thresholds, count_threshold
 
@@ -89,7 +83,7 @@ class CountThreshold(PostProcessorMixin, BaseEstimator):
         check_scalar(self.count_floor, "count_floor", kind=Real, low=0, high=1, low_inclusive=False)
         grid = check_thresholds(self.thresholds, "thresholds", auto=True)
         check_random_state(self.random_state)
-        data = validate_fit(X, pred_probs, X_clean, y_clean, pred_probs_clean)
+        data = validate_fit(X, pred_probs, X_clean, y_clean, pred_probs_clean, X_unlabelled, pred_probs_unlabelled)
         P = data.pred_probs  # compared in its own precision, as predict compares it
         if labels is not None:
             given = check_binary_labels(labels, "labels")
@@ -99,10 +93,7 @@ class CountThreshold(PostProcessorMixin, BaseEstimator):
             expected, source = float(given.sum(1).mean()), "noisy labels"
         else:
             expected, source = float(P.sum(1).mean()), "base model"
-        unlabelled = check_unlabelled_pair(
-            "unlabelled", X_unlabelled, pred_probs_unlabelled,
-            check_X=lambda value, name: check_array(value, name, ndim=2, dtype=np.float32),
-            sample_shape=data.X.shape[1:], n_labels=P.shape[1])
+        unlabelled = data.unlabelled
         counted = P if unlabelled is None else unlabelled[1]
         self.threshold_, evidence = count_threshold(counted, expected, grid, floor=float(self.count_floor))
         self.threshold_evidence_ = {**evidence, "count_of": source,

@@ -133,13 +133,16 @@ def _running_next(phase: Any, epoch: int, total: int, entry: Any, *, student: bo
     return escape(str(phase).replace("_", " ")) if phase else "fitting LSNPC"
 
 
-def _optional_triplet(name: str, paths: tuple[Path | None, ...]) -> list[Any] | None:
+def _optional_group(name: str, paths: tuple[Path | None, ...],
+                    parts: tuple[str, ...] = ("features", "labels", "probs")) -> list[Any] | None:
+    """The arrays of the flags ``--{name}-{part}`` (one path a part), or None when none is given."""
     given = [p is not None for p in paths]
     if not any(given):
         return None
     if not all(given):
-        raise ValueError(f"--{name}-features, --{name}-labels and --{name}-probs must be given together")
-    return [_read(p, f"--{name}-{what}")[0] for p, what in zip(paths, ("features", "labels", "probs"), strict=True)]
+        flags = [f"--{name}-{part}" for part in parts]
+        raise ValueError(f"{', '.join(flags[:-1])} and {flags[-1]} must be given together")
+    return [_read(p, f"--{name}-{what}")[0] for p, what in zip(paths, parts, strict=True)]
 
 
 @app.command()
@@ -208,17 +211,15 @@ def fit(
     kwargs: dict[str, Any] = {}
     if labels is not None:  # checked here: "labels" is too common a word to rename in the library's messages
         kwargs["labels"] = _check_label_arrays(X, _read(labels, "--labels")[0], P)[0]
-    clean = _optional_triplet("clean", (clean_features, clean_labels, clean_probs))
+    clean = _optional_group("clean", (clean_features, clean_labels, clean_probs))
     if clean is not None:
         kwargs.update(X_clean=clean[0], y_clean=clean[1], pred_probs_clean=clean[2])
-    val = _optional_triplet("val", (val_features, val_labels, val_probs))
+    val = _optional_group("val", (val_features, val_labels, val_probs))
     if val is not None:
         kwargs.update(X_val=val[0], y_val=val[1], pred_probs_val=val[2])
-    if (unlabelled_features is None) != (unlabelled_probs is None):
-        raise ValueError("--unlabelled-features and --unlabelled-probs must be given together")
-    if unlabelled_features is not None:
-        kwargs.update(X_unlabelled=_read(unlabelled_features, "--unlabelled-features")[0],
-                      pred_probs_unlabelled=_read(unlabelled_probs, "--unlabelled-probs")[0])
+    unlabelled = _optional_group("unlabelled", (unlabelled_features, unlabelled_probs), ("features", "probs"))
+    if unlabelled is not None:
+        kwargs.update(X_unlabelled=unlabelled[0], pred_probs_unlabelled=unlabelled[1])
     start = time.perf_counter()
     with _progress("warm start" if model.warm_start else "training epoch 1", unit="epoch") as update:
         shown = [0, None]  # the bar's count: epochs trained, of how many

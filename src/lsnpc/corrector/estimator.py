@@ -411,12 +411,12 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         # labels a row of the noisy labels, or else to the base model's expected count (for a flat base model,
         # within count_growth times the labels a row it predicts at 0.5); held-out noisy labels choose among
         # those thresholds
-        output = self._blended(X, P)
         if given is not None:
             expected, source = float(given.sum(1).mean()), {"count_of": "noisy labels"}
         else:
             base_count = float(P.sum(1).mean())
-            limit = float(self.count_growth) * float((output >= 0.5).sum(1).mean()) if flat else None
+            limit = (float(self.count_growth) * float((self._blended(X, P) >= 0.5).sum(1).mean()) if flat
+                     else None)  # flat: the base model whole, so no correction is computed for it
             expected = base_count if limit is None else min(base_count, limit)
             source = {"count_of": "base model", "base_expected_count": base_count, "growth_limit": limit}
         floor = float(self.count_floor)
@@ -424,6 +424,7 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             counted = self._blended(*unlabelled)
             chosen, evidence = count_threshold(counted, expected, grid, floor=floor)
             return Decision("threshold", chosen, plan.threshold, {**evidence, **source, "n_counted": len(counted)})
+        output = self._blended(X, P)
         if plan.threshold == "tuned on held-out noisy labels":
             curve = tune_threshold(given[hold], output[hold], thresholds=within_count(output, expected, grid, floor=floor))
             return Decision("threshold", curve.threshold, plan.threshold,
