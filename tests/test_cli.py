@@ -119,13 +119,18 @@ def test_fit_counts_labels_on_the_unlabelled_rows_it_is_given(tmp_path: Path) ->
     label count on those rows; one without the other is a one-line error naming both flags."""
     X, Y = make_toy_multilabel(200, 6, 4, seed=2)
     P = np.clip(0.7 * Y + np.random.default_rng(0).uniform(0, 0.3, Y.shape), 0, 1)
-    for name, array in dict(X=X[:160], P=P[:160], Xu=X[160:], Pu=0.6 * P[160:]).items():
+    for name, array in dict(X=X[:160], P=P[:160], Y=Y[:160], Xu=X[160:], Pu=0.6 * P[160:]).items():
         np.save(tmp_path / f"{name}.npy", array)
     fit = ("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.npy", "--epochs", "1",
            "--set", "hidden_dim=16", "--set", "latent_dim=4", "--json")
     result = lsnpc(*fit, "--unlabelled-features", tmp_path / "Xu.npy", "--unlabelled-probs", tmp_path / "Pu.npy",
                    "--out", tmp_path / "model")
     assert result.returncode == 0, result.stderr
+    # --probs reproduce --labels exactly (a memorised training set): without unlabelled rows fit says so, by flag
+    memorised = lsnpc(*fit, "--labels", tmp_path / "Y.npy", "--out", tmp_path / "memorised")
+    assert memorised.returncode == 0, memorised.stderr
+    assert "--probs reproduce the noisy labels on the training rows (micro-F1 1.000 at 0.5)" in memorised.stderr
+    assert "--unlabelled-features and --unlabelled-probs" in memorised.stderr
     report = json.loads(result.stdout)["report"]
     threshold = report["decisions"][-1]
     assert report["plan"]["threshold"] == threshold["method"] == "label count on unlabelled rows"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -139,7 +140,8 @@ def test_unlabelled_rows_the_base_model_never_saw_set_the_label_count() -> None:
     P = np.stack([p[:, 1] for p in forest.predict_proba(X)], axis=1).astype(np.float32)
     train, new = slice(0, 300), slice(300, 400)
     for given in ({}, {"labels": noisy}):
-        plain = LSNPC(random_state=0, **FAST).fit(X[train], P[train], **given)
+        with pytest.warns(UserWarning, match="memorised") if given else warnings.catch_warnings():
+            plain = LSNPC(random_state=0, **FAST).fit(X[train], P[train], **given)
         counted = LSNPC(random_state=0, **FAST).fit(X[train], P[train], X_unlabelled=X[new],
                                                     pred_probs_unlabelled=P[new], **given)
         threshold = counted.report_["threshold"]
@@ -466,3 +468,34 @@ def test_clean_set_of_another_sample_shape_is_rejected_with_an_encoder():
             X, P, X_clean=np.zeros((3, 4, 3), np.float32), y_clean=np.zeros((3, 2)), pred_probs_clean=P[:3]
         )
 
+
+
+def test_a_base_model_that_memorised_its_labels_is_warned_of_where_they_alone_set_the_threshold() -> None:
+    # a random forest reproduces its training rows' labels; where those labels alone set the threshold, fit says
+    # so and names the rows that would set it instead; given those rows, or a triple, or a model that did not
+    # memorise, it says nothing
+    from sklearn.ensemble import RandomForestClassifier
+
+    from lsnpc import simulate_noise
+    from lsnpc.corrector.checks import MEMORISED_F1
+
+    X, Y = make_toy_multilabel(500, 8, 4, seed=5)
+    noisy = simulate_noise(Y[:300], "symmetric", 0.3, random_state=0)[0]
+    forest = RandomForestClassifier(n_estimators=30, random_state=0).fit(X[:300], noisy)
+    P = np.stack([p[:, 1] for p in forest.predict_proba(X)], axis=1).astype(np.float32)
+    assert micro_f1(noisy, P[:300]) >= MEMORISED_F1
+    with pytest.warns(UserWarning, match=r"pred_probs reproduce the noisy labels on the training rows \(micro-F1 "):
+        LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], labels=noisy)
+    quiet = [dict(labels=noisy, X_unlabelled=X[300:400], pred_probs_unlabelled=P[300:400]),
+             dict(labels=noisy, X_val=X[400:], y_val=Y[400:], pred_probs_val=P[400:]), {}]
+    for given in quiet:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="pred_probs reproduce the noisy labels")
+            LSNPC(random_state=0, **FAST).fit(X[:300], P[:300], **given)
+    # noisy probabilities of the true labels do not reproduce the noisy labels
+    rng = np.random.default_rng(0)
+    vague = np.clip(0.35 * Y[:300] + 0.3 + 0.2 * rng.random((300, 4)), 0, 1).astype(np.float32)
+    assert micro_f1(noisy, vague) < MEMORISED_F1
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="pred_probs reproduce the noisy labels")
+        LSNPC(random_state=0, **FAST).fit(X[:300], vague, labels=noisy)

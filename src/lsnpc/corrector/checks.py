@@ -34,6 +34,7 @@ __all__ = [
     "check_threshold",
     "warn_if_far_from_training",
     "warn_if_flat",
+    "warn_if_memorised",
 ]
 
 SELECTIONS = ("auto", "val_f1", "noisy_f1", "noisy_elbo", "last")
@@ -43,6 +44,13 @@ DECODER_BIASES = ("default", "label_means")
 # predict warns past this many training standard deviations (no training value can lie that far from the
 # training mean unless the training set has about a million rows: the bound is sqrt(n - 1))
 FAR_FROM_TRAINING = 1e3
+# fit warns, where the noisy labels alone set the threshold, when pred_probs at 0.5 reproduce those labels on the
+# training rows with at least this micro-F1: a model that memorised its rows (a forest, an MLP trained to
+# convergence) is surer of them than of new rows. Measured (docs/design.md): such models lose 2 to 9 points to the
+# tuned threshold there, and gain back most of it from unlabelled rows.
+MEMORISED_F1 = 0.9
+# the warning's opening words, for callers that fit LSNPC on out-of-fold probabilities (no rows memorised there)
+MEMORISED_WARNING = "pred_probs reproduce the noisy labels on the training rows"
 
 
 def check_params(est: Any) -> None:
@@ -137,6 +145,21 @@ def warn_if_flat(P: np.ndarray) -> None:
             f"mean probability of {density:.3g}. A base model like this (untrained, or an early checkpoint) leaves "
             "LSNPC little to correct (without a label it hands the base model back): check how it was trained and "
             "which epoch was kept", UserWarning, stacklevel=3)
+
+
+def warn_if_memorised(P: np.ndarray, labels: np.ndarray) -> None:
+    """Warn where the base probabilities P (n, L) at 0.5 reproduce the training rows' labels (n, L) with a micro-F1
+    of at least ``MEMORISED_F1``: the label count met on those rows sets too high a threshold for new rows, and the
+    rows the model never saw (``X_unlabelled``, ``pred_probs_unlabelled``) would set it instead."""
+    called, given = P >= 0.5, labels.astype(bool)
+    hits = int(np.count_nonzero(called & given))
+    f1 = 2 * hits / max(1, int(np.count_nonzero(called)) + int(np.count_nonzero(given)))
+    if f1 >= MEMORISED_F1:
+        warnings.warn(
+            f"{MEMORISED_WARNING} (micro-F1 {f1:.3f} at 0.5): the base model "
+            "memorised them, so the label count met on these rows sets too high a threshold for new rows. Pass rows it was "
+            "not trained on as X_unlabelled and pred_probs_unlabelled (no labels needed), or a clean validation "
+            "triple", UserWarning, stacklevel=3)
 
 
 def check_auto_or_int(value: Any, name: str) -> None:

@@ -43,6 +43,7 @@ from .checks import (
     check_threshold,
     warn_if_far_from_training,
     warn_if_flat,
+    warn_if_memorised,
 )
 from .config import ModelSpec, TrainingConfig, build_model
 from .inference import predict_corrected
@@ -285,6 +286,8 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             selection=self.selection, guard=bool(self.guard), threshold_given=self.threshold != "auto",
             min_val_rows=int(self.min_val_rows), holdout_fraction=float(self.holdout_fraction),
             unlabelled=unlabelled is not None)
+        if given is not None and plan.evidence == "noisy labels" and unlabelled is None:
+            warn_if_memorised(P, given)
         if plan.val_set_aside:
             if self.selection == "val_f1":
                 raise ValueError(f"selection='val_f1' needs a y_val with a positive label: {plan.val_set_aside}")

@@ -3,6 +3,7 @@ validation prefers (beyond the paper)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
@@ -26,6 +27,7 @@ from .._validation import (
     check_same_n_samples,
     check_scalar,
 )
+from ..corrector.checks import MEMORISED_WARNING
 from ..corrector.threshold import AUTO, SCORINGS, check_thresholds
 from .selection import CANDIDATES, RetrainReport, choose, model_of
 
@@ -350,7 +352,9 @@ class CorrectedLabelsClassifier(MultilabelClassifierMixin, BaseEstimator):
                 progress.next()
                 lsnpc = LSNPC(**{**params, "random_state": lsnpc_seed, "device": self.device, "n_threads": self.n_threads})
                 triple = {} if Xv is None else {"X_val": Xv, "y_val": Yv, "pred_probs_val": val_base[model_of(name)]}
-                correctors[name] = lsnpc.fit(Xf, probs, labels=labels, **triple)
+                with warnings.catch_warnings():  # labels come only with out-of-fold probabilities: none memorised
+                    warnings.filterwarnings("ignore", message=MEMORISED_WARNING)
+                    correctors[name] = lsnpc.fit(Xf, probs, labels=labels, **triple)
         compared = tuple(name for name in CANDIDATES[1:] if name in models or name in correctors)
         # given the triple, each LSNPC keeps or drops its own correction on it: the models alone add nothing
         # to the mean; without it, they steady the mean of corrections that no clean row tested
