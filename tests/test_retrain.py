@@ -742,3 +742,18 @@ def test_cli_correct_labels_writes_them_and_never_overwrites_an_input(scene, sce
                            out, *(["--force"] if force else []), cwd=scene_files)
         assert result.returncode == 1 and message in result.stderr, result.stderr
     assert (scene_files / "Y.csv").read_bytes() == before
+
+
+def test_out_of_fold_probabilities_that_reproduce_the_labels_get_no_memorisation_warning() -> None:
+    # the corrections are fitted with labels only on out-of-fold probabilities: a tree that predicts its labels
+    # well out of fold memorised nothing, so LSNPC's warning is not passed on to the user
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, _ = make_toy_multilabel(200, 6, 3, seed=4)
+    Y = (X[:, :3] > 0).astype(np.int64)  # a rule a tree learns out of fold
+    model = CorrectedLabelsClassifier(DecisionTreeClassifier(random_state=0), corrector_params=FAST_LSNPC,
+                                      random_state=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="pred_probs reproduce the noisy labels")
+        model.fit(X, Y)
+    assert micro_f1(Y, model.oof_probs_) >= 0.9

@@ -19,7 +19,6 @@ Each function fits its own corrector (``LSNPC(random_state=0, student=False, gua
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,6 @@ from ._validation import (
     check_scalar,
 )
 from .corrector import LSNPC
-from .corrector.checks import MEMORISED_WARNING
 
 __all__ = ["LABEL_CORRECTOR_DEFAULTS", "label_quality_scores", "find_label_issues", "correct_labels", "fit_corrector",
            "keep_label_positives"]
@@ -70,9 +68,7 @@ def fit_corrector(labels: Any, pred_probs: Any, *, features: Any, **params: Any)
         corrector = LSNPC(**params)
     except TypeError as exc:
         raise ValueError(f"unknown LSNPC parameter: {exc}") from exc
-    with warnings.catch_warnings():  # the probabilities are meant to be out-of-fold: nothing memorised to warn of
-        warnings.filterwarnings("ignore", message=MEMORISED_WARNING)
-        return corrector.fit(features, P, **fit_args), given
+    return corrector.fit(features, P, **fit_args), given
 
 
 def label_quality_scores(labels: Any, pred_probs: Any, *, features: Any, **params: Any) -> np.ndarray:
