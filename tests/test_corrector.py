@@ -469,7 +469,6 @@ def test_clean_set_of_another_sample_shape_is_rejected_with_an_encoder():
         )
 
 
-
 def test_a_base_model_that_memorised_its_labels_is_warned_of_where_they_alone_set_the_threshold() -> None:
     # a random forest reproduces its training rows' labels; where those labels alone set the threshold, fit says
     # so and names the rows that would set it instead; given those rows, or a triple, or a model that did not
