@@ -23,6 +23,7 @@ from .._validation import (
 )
 from . import blend as blending
 from .model import LATENT_FAMILIES, StandardizedMLPEncoder
+from .scores import f1_from_counts
 from .threshold import check_thresholds
 
 __all__ = [
@@ -152,8 +153,8 @@ def warn_if_memorised(P: np.ndarray, labels: np.ndarray) -> None:
     of at least ``MEMORISED_F1``: the label count met on those rows sets too high a threshold for new rows, and the
     rows the model never saw (``X_unlabelled``, ``pred_probs_unlabelled``) would set it instead."""
     called, given = P >= 0.5, labels.astype(bool)
-    hits = int(np.count_nonzero(called & given))
-    f1 = 2 * hits / max(1, int(np.count_nonzero(called)) + int(np.count_nonzero(given)))
+    tp = np.count_nonzero(called & given, axis=0)
+    f1 = float(f1_from_counts(tp, np.count_nonzero(called, axis=0) - tp, np.count_nonzero(given, axis=0) - tp)[0])
     if f1 >= MEMORISED_F1:
         warnings.warn(
             f"{MEMORISED_WARNING} (micro-F1 {f1:.3f} at 0.5): the base model memorised them, so the label count "
