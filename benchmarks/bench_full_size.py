@@ -26,6 +26,8 @@ Methods (every one is given the val0 triple unless its name ends in -noval or -u
   lsnpc                  LSNPC(), the default
   lsnpc-noguard          LSNPC(guard=False): the student and the correction, no base model mixed in
   lsnpc-correction       LSNPC(student=False, guard=False): the correction alone
+  lsnpc-half             the ½ blend of lsnpc-noguard and the base model, the guard's other candidate (only where
+                         the lsnpc fit tested on val0)
   lsnpc-labels           LSNPC() given the noisy labels too (labels=); -noval: those labels and no triple
   lsnpc-noval            LSNPC() with nothing but X and P
   lsnpc-unlabelled       LSNPC() with X, P and the val0 and val1 rows without their labels (X_unlabelled=): rows the
@@ -46,7 +48,9 @@ of whole splits; ``--base-cache DIR`` keeps each setting's base probabilities, s
 (GoEmotions is encoded with MiniLM once, all of its texts, into ``--feature-cache``.) Each finished
 (setting, method) is appended to ``--out`` (JSON lines) and a run skips those already there, so an interrupted
 run resumes; ``--report`` prints the tables of existing files. ``--set KEY=VALUE`` passes a parameter to every
-LSNPC fitted (a variant: give it its own ``--out``).
+LSNPC fitted (a variant: give it its own ``--out``). ``--guard-confidence C ...`` replays the guard's choice at
+other values of ``blend_confidence`` from the numbers each lsnpc row records (run lsnpc-noguard and lsnpc-half
+beside it), with no fit.
 """
 
 from __future__ import annotations
@@ -64,9 +68,9 @@ from sklearn.base import BaseEstimator
 DATASETS = ("goemotions", "tmc2007-500", "delicious", "bibtex")
 BASES = ("protocol", "converged", "forest", "linear", "converged-oof", "forest-oof", "linear-oof")
 METHODS = ("base-threshold", "base-threshold-narrow", "base-threshold-label", "count-unlabelled",
-           "count-labels-unlabelled", "lsnpc", "lsnpc-noguard",
-           "lsnpc-correction", "lsnpc-labels", "lsnpc-labels-noval", "lsnpc-noval", "lsnpc-unlabelled",
-           "lsnpc-labels-unlabelled", "lsnpc-semi", "lsnpc-semi-noguard")
+           "count-labels-unlabelled", "lsnpc", "lsnpc-noguard", "lsnpc-correction", "lsnpc-half", "lsnpc-labels",
+           "lsnpc-labels-noval", "lsnpc-noval", "lsnpc-unlabelled", "lsnpc-labels-unlabelled", "lsnpc-semi",
+           "lsnpc-semi-noguard")
 DEFAULT_METHODS = ("base-threshold", "base-threshold-narrow", "lsnpc", "lsnpc-noguard", "lsnpc-correction")
 
 
@@ -313,33 +317,43 @@ def _fitted_rows(method: str, methods: tuple[str, ...], params: dict, key: dict,
     Q = corrector.predict_proba(Xt, P_te)
     t = corrector.threshold_
     at_half = _scored(Yt, Q, 0.5)
+    blend = corrector.report_["blend"]
+    # the guard's numbers, so that another rule can be replayed on the rows of lsnpc-noguard and lsnpc-half
+    guard = ({"guard_support": blend.evidence["loss_support"], "guard_scores": blend.evidence["scores"]}
+             if blend.method == "validation test" else {})
     rows = [dict(key, method=method, **_scored(Yt, Q, t), seconds=seconds, threshold=t,
-                 base_weight=corrector.base_weight_, blend=corrector.report_["blend"].method,
+                 base_weight=corrector.base_weight_, blend=blend.method,
                  threshold_method=corrector.report_["threshold"].method, epoch=corrector.best_epoch_,
-                 epochs=corrector.epochs_, micro_at_half=at_half["micro"], macro_at_half=at_half["macro"])]
+                 epochs=corrector.epochs_, micro_at_half=at_half["micro"], macro_at_half=at_half["macro"], **guard)]
     if method == "lsnpc":
         for derived in (m for m in methods if m in DERIVED):
             if corrector.report_.plan.evidence == "validation":
                 rows.append(dict(key, method=derived, **_derived(corrector, derived, X[v0], Y[v0], P_v0, Xt, Yt, P_te),
                                  seconds=seconds, epoch=corrector.best_epoch_, epochs=corrector.epochs_))
-            else:  # the triple was trained on or set aside: the threshold is not tuned on val0, so fit it
+            elif derived != "lsnpc-half":  # the triple was trained on or set aside: fit it (no guard, no ½ blend)
                 rows.extend(_fitted_rows(derived, (), params, key, s, seed))
     return rows
 
 
 #: Methods read off the ``lsnpc`` fit of the same setting, equal to fitting them (the guard and the student come
 #: after the training, and the random draws before them are the same): ``lsnpc-noguard`` is ``LSNPC(guard=False)``,
-#: ``lsnpc-correction`` is ``LSNPC(student=False, guard=False)``, each at its threshold tuned on val0.
-DERIVED = ("lsnpc-noguard", "lsnpc-correction")
+#: ``lsnpc-correction`` is ``LSNPC(student=False, guard=False)``, ``lsnpc-half`` is the guard's ½ blend
+#: (``LSNPC(blend_candidates=(0.5,))`` where the guard passes it), each at its threshold tuned on val0.
+DERIVED = ("lsnpc-noguard", "lsnpc-correction", "lsnpc-half")
 
 
 def _derived(corrector, method: str, Xv, yv, Pv, Xt, Yt, Pt) -> dict:
     from lsnpc import tune_threshold
 
-    out = corrector._output if method == "lsnpc-noguard" else corrector._raw_correct
+    weight = 0.5 if method == "lsnpc-half" else 0.0
+    if method == "lsnpc-correction":
+        out = corrector._raw_correct
+    else:
+        def out(X, P):
+            return (1 - weight) * corrector._output(X, P) + weight * P
     t = tune_threshold(yv, out(Xv, Pv), thresholds=corrector.threshold_grid).threshold
     Q = out(Xt, Pt)
-    return dict(_scored(Yt, Q, t), threshold=t, base_weight=0.0)
+    return dict(_scored(Yt, Q, t), threshold=t, base_weight=weight)
 
 
 KEYS = ("dataset", "requested", "kind", "rate", "seed", "base")
@@ -414,6 +428,45 @@ def print_tables(rows: list[dict], methods: tuple[str, ...] = METHODS) -> None:
                   + ("–" if np.isnan(dmap) else f"{dmap:+.2f}") + " |")
 
 
+#: the method whose row is the output at each base weight the guard can choose
+WEIGHT_ROWS = {"0.0": "lsnpc-noguard", "0.5": "lsnpc-half", "1.0": "base-threshold"}
+
+
+def replay_guard(rows: list[dict], confidences: list[float]) -> None:
+    """The guard's choice replayed at each of ``confidences`` (``blend_confidence``) from the numbers an ``lsnpc`` row
+    records (``guard_support``, ``guard_scores``), scored with the rows of the outputs it chooses among
+    (:data:`WEIGHT_ROWS`; run lsnpc-noguard and lsnpc-half beside lsnpc): per base model and confidence, the mean
+    change over base-threshold at 30–50% noise, the worst setting, the worst at 0% and how often the base model
+    came back (in how many fits). Settings are averaged over their seeds first, as in :func:`print_tables`. At the
+    confidence of the fit the replay is that fit's own row."""
+    by = {(*(r[k] for k in KEYS), r["method"]): r for r in rows}
+    print("\nThe guard replayed at other confidences, against base-threshold")
+    print("| base model | confidence | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ | worst Δ at 0% "
+          "| base model kept |")
+    print("|---|---|---|---|---|---|---|---|")
+    for base in dict.fromkeys(r["base"] for r in rows):
+        fits = [r for r in rows if r["base"] == base and r["method"] == "lsnpc" and "guard_support" in r]
+        for c in confidences:
+            deltas, kept = {}, 0  # per setting, over its seeds (as print_tables' summary)
+            for r in fits:
+                key = tuple(r[k] for k in KEYS)
+                passing = [w for w, lost in r["guard_support"].items() if lost < c]
+                w = max(passing, key=lambda w: (sum(r["guard_scores"][w]), float(w))) if passing else "1.0"
+                chosen, ref = by.get((*key, WEIGHT_ROWS[w])), by.get((*key, "base-threshold"))
+                if chosen is None or ref is None:
+                    continue
+                kept += w == "1.0"
+                deltas.setdefault((r["dataset"], r["requested"], r["kind"], r["rate"]), []).append(
+                    (100 * (chosen["micro"] - ref["micro"]), 100 * (chosen["macro"] - ref["macro"]), r["rate"]))
+            if not deltas:
+                continue
+            d = np.array([np.mean(v, axis=0) for v in deltas.values()])
+            noisy, clean = d[d[:, 2] >= 0.3], d[d[:, 2] == 0]
+            means = " | ".join(f"{noisy[:, k].mean():+.2f}" if len(noisy) else "–" for k in (0, 1))
+            worst0 = f"{clean[:, :2].min():+.1f}" if len(clean) else "–"
+            print(f"| {base} | {c:g} | {len(d)} | {means} | {d[:, :2].min():+.1f} | {worst0} | {kept} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      fromfile_prefix_chars="@")
@@ -434,6 +487,8 @@ def main() -> None:
                         help="JSON-lines results file (appended, resumed); with --report, several are merged")
     parser.add_argument("--report", action="store_true", help="only print the tables of --out")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="params")
+    parser.add_argument("--guard-confidence", nargs="+", type=float, default=None, metavar="C",
+                        help="also replay the guard at these blend_confidence values (needs lsnpc-noguard, lsnpc-half)")
     args = parser.parse_args()
     try:
         params = dict(bq.parse_param(item) for item in args.params)
@@ -466,6 +521,8 @@ def main() -> None:
                               + ", ".join(f"{r['method']} {100 * r['micro']:.1f}/{100 * r['macro']:.1f}"
                                           for r in fresh), flush=True)
     print_tables(rows, tuple(m for m in METHODS if m in args.methods) if not args.report else METHODS)
+    if args.guard_confidence:
+        replay_guard(rows, args.guard_confidence)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,15 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-from bench_full_size import ConvergedMLP, Forest, prepare, prepared_probs, print_tables, run_setting
+from bench_full_size import (
+    ConvergedMLP,
+    Forest,
+    prepare,
+    prepared_probs,
+    print_tables,
+    replay_guard,
+    run_setting,
+)
 from diag_full_size import apply_ceiling, fit_ceiling, noise_vs_signal, scores
 
 SMALL = "synthetic[n_labels=5,n_features=8,n_train=120,n_test=60]"
@@ -71,6 +79,22 @@ def test_run_setting_scores_each_method_with_its_threshold():
     assert all(0 <= r["micro"] <= 1 and 0 <= r["macro"] <= 1 for r in rows)
 
 
+def test_the_guard_can_be_replayed_from_the_rows_of_its_candidates():
+    # a triple of 10 rows or more, so the guard tests on it; its numbers are recorded beside the lsnpc row
+    data = "synthetic[n_labels=5,n_features=8,n_train=300,n_test=60]"
+    rows = run_setting(data, "full", "symmetric", 0.3, 0, "converged",
+                       ("base-threshold", "lsnpc", "lsnpc-noguard", "lsnpc-half"), "", 0, None,
+                       dict(epochs=2, student=False))
+    by = {r["method"]: r for r in rows}
+    fit = by["lsnpc"]
+    assert fit["blend"] == "validation test" and set(fit["guard_support"]) == {"0.0", "0.5"}
+    assert set(fit["guard_scores"]) == {"0.0", "0.5", "1.0"}
+    assert by["lsnpc-noguard"]["base_weight"] == 0.0 and by["lsnpc-half"]["base_weight"] == 0.5
+    # the row of the weight the guard chose is the fit's own output at its own threshold
+    kept = {0.0: "lsnpc-noguard", 0.5: "lsnpc-half", 1.0: "base-threshold"}[fit["base_weight"]]
+    assert (by[kept]["micro"], by[kept]["macro"]) == pytest.approx((fit["micro"], fit["macro"]))
+
+
 def _row(base, method, rate, micro, macro, dataset="d"):
     return dict(dataset=dataset, requested="full", kind="symmetric", rate=rate, seed=0, base=base, method=method,
                 micro=micro, macro=macro)
@@ -88,6 +112,19 @@ def test_tables_measure_the_bar_against_the_tuned_threshold(capsys):
     # 30–50%: micro (+3 + 1) / 2 = +2.00, macro (−2 + 0) / 2 = −1.00; worst −2.0; at 0%: −1.5 / +1.0; no mAP
     assert "| protocol | lsnpc-noguard | 3 | +2.00 | -1.00 | -2.0 | -1.5 / +1.0 | – |" in out
     assert "53.0 / 38.0 (+3.0 / -2.0)" in out
+
+
+def test_the_guard_replay_picks_what_each_confidence_lets_through(capsys):
+    # the output whole lost in 30% of the resamples and scores best; the ½ blend lost in 10%; both beat the base
+    fit = dict(_row("forest", "lsnpc", 0.3, 0.0, 0.0), guard_support={"0.0": 0.3, "0.5": 0.1},
+               guard_scores={"0.0": [0.6, 0.5], "0.5": [0.55, 0.45], "1.0": [0.5, 0.4]})
+    rows = [fit, _row("forest", "base-threshold", 0.3, 0.50, 0.40), _row("forest", "lsnpc-noguard", 0.3, 0.52, 0.38),
+            _row("forest", "lsnpc-half", 0.3, 0.53, 0.43)]
+    replay_guard(rows, [0.4, 0.2, 0.05])
+    out = capsys.readouterr().out
+    assert "| forest | 0.4 | 1 | +2.00 | -2.00 | -2.0 | – | 0 |" in out  # the output whole passes and wins
+    assert "| forest | 0.2 | 1 | +3.00 | +3.00 | +3.0 | – | 0 |" in out  # only the ½ blend passes
+    assert "| forest | 0.05 | 1 | +0.00 | +0.00 | +0.0 | – | 1 |" in out  # neither: the base model
 
 
 def test_the_command_resumes_from_its_results_file(tmp_path):
