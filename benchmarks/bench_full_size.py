@@ -50,7 +50,7 @@ of whole splits; ``--base-cache DIR`` keeps each setting's base probabilities, s
 run resumes; ``--report`` prints the tables of existing files. ``--set KEY=VALUE`` passes a parameter to every
 LSNPC fitted (a variant: give it its own ``--out``). ``--guard-confidence C ...`` replays the guard's choice at
 other values of ``blend_confidence`` from the numbers each lsnpc row records (run lsnpc-noguard and lsnpc-half
-beside it), with no fit.
+beside it), with no fit; ``--guard-min-rows N ...`` beside it keeps the base model below N triple rows.
 """
 
 from __future__ import annotations
@@ -432,27 +432,30 @@ def print_tables(rows: list[dict], methods: tuple[str, ...] = METHODS) -> None:
 WEIGHT_ROWS = {"0.0": "lsnpc-noguard", "0.5": "lsnpc-half", "1.0": "base-threshold"}
 
 
-def replay_guard(rows: list[dict], confidences: list[float]) -> None:
+def replay_guard(rows: list[dict], confidences: list[float], min_rows: list[int] = (0,)) -> None:
     """The guard's choice replayed at each of ``confidences`` (``blend_confidence``) from the numbers an ``lsnpc`` row
-    records (``guard_support``, ``guard_scores``), scored with the rows of the outputs it chooses among
-    (:data:`WEIGHT_ROWS`; run lsnpc-noguard and lsnpc-half beside lsnpc): per base model and confidence, the mean
-    change over base-threshold at 30–50% noise, the worst setting, the worst at 0% and how often the base model
-    came back (in how many fits). Settings are averaged over their seeds first, as in :func:`print_tables`. At the
-    confidence of the fit the replay is that fit's own row."""
+    records (``guard_support``, ``guard_scores``), and with the base model kept wherever the triple has fewer than
+    each of ``min_rows`` rows; scored with the rows of the outputs it chooses among (:data:`WEIGHT_ROWS`; run
+    lsnpc-noguard and lsnpc-half beside lsnpc; the fit's own row where the replay keeps its choice): per base model,
+    confidence and fewest rows, the mean change over base-threshold at 30–50% noise, the worst setting, the worst
+    at 0% and how often the base model came back (in how many fits). Settings are averaged over their seeds first,
+    as in :func:`print_tables`."""
     by = {(*(r[k] for k in KEYS), r["method"]): r for r in rows}
-    print("\nThe guard replayed at other confidences, against base-threshold")
-    print("| base model | confidence | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ | worst Δ at 0% "
-          "| base model kept |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\nThe guard replayed at other confidences and fewest triple rows, against base-threshold")
+    print("| base model | confidence | fewest rows | settings | mean Δ micro 30–50% | mean Δ macro 30–50% | worst Δ "
+          "| worst Δ at 0% | base model kept |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for base in dict.fromkeys(r["base"] for r in rows):
         fits = [r for r in rows if r["base"] == base and r["method"] == "lsnpc" and "guard_support" in r]
-        for c in confidences:
+        for c, fewest in ((c, n) for c in confidences for n in min_rows):
             deltas, kept = {}, 0  # per setting, over its seeds (as print_tables' summary)
             for r in fits:
                 key = tuple(r[k] for k in KEYS)
-                passing = [w for w, lost in r["guard_support"].items() if lost < c]
+                passing = [w for w, lost in r["guard_support"].items() if lost < c and r["n_val"] >= fewest]
                 w = max(passing, key=lambda w: (sum(r["guard_scores"][w]), float(w))) if passing else "1.0"
-                chosen, ref = by.get((*key, WEIGHT_ROWS[w])), by.get((*key, "base-threshold"))
+                own = float(w) == r["base_weight"]
+                chosen = r if own else by.get((*key, WEIGHT_ROWS[w]))
+                ref = by.get((*key, "base-threshold"))
                 if chosen is None or ref is None:
                     continue
                 kept += w == "1.0"
@@ -464,7 +467,7 @@ def replay_guard(rows: list[dict], confidences: list[float]) -> None:
             noisy, clean = d[d[:, 2] >= 0.3], d[d[:, 2] == 0]
             means = " | ".join(f"{noisy[:, k].mean():+.2f}" if len(noisy) else "–" for k in (0, 1))
             worst0 = f"{clean[:, :2].min():+.1f}" if len(clean) else "–"
-            print(f"| {base} | {c:g} | {len(d)} | {means} | {d[:, :2].min():+.1f} | {worst0} | {kept} |")
+            print(f"| {base} | {c:g} | {fewest} | {len(d)} | {means} | {d[:, :2].min():+.1f} | {worst0} | {kept} |")
 
 
 def main() -> None:
@@ -489,6 +492,8 @@ def main() -> None:
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="params")
     parser.add_argument("--guard-confidence", nargs="+", type=float, default=None, metavar="C",
                         help="also replay the guard at these blend_confidence values (needs lsnpc-noguard, lsnpc-half)")
+    parser.add_argument("--guard-min-rows", nargs="+", type=int, default=[0], metavar="N",
+                        help="with --guard-confidence: also keep the base model where the triple has fewer than N rows")
     args = parser.parse_args()
     try:
         params = dict(bq.parse_param(item) for item in args.params)
@@ -522,7 +527,7 @@ def main() -> None:
                                           for r in fresh), flush=True)
     print_tables(rows, tuple(m for m in METHODS if m in args.methods) if not args.report else METHODS)
     if args.guard_confidence:
-        replay_guard(rows, args.guard_confidence)
+        replay_guard(rows, args.guard_confidence, args.guard_min_rows)
 
 
 if __name__ == "__main__":

@@ -116,15 +116,17 @@ def test_tables_measure_the_bar_against_the_tuned_threshold(capsys):
 
 def test_the_guard_replay_picks_what_each_confidence_lets_through(capsys):
     # the output whole lost in 30% of the resamples and scores best; the ½ blend lost in 10%; both beat the base
-    fit = dict(_row("forest", "lsnpc", 0.3, 0.0, 0.0), guard_support={"0.0": 0.3, "0.5": 0.1},
-               guard_scores={"0.0": [0.6, 0.5], "0.5": [0.55, 0.45], "1.0": [0.5, 0.4]})
-    rows = [fit, _row("forest", "base-threshold", 0.3, 0.50, 0.40), _row("forest", "lsnpc-noguard", 0.3, 0.52, 0.38),
-            _row("forest", "lsnpc-half", 0.3, 0.53, 0.43)]
-    replay_guard(rows, [0.4, 0.2, 0.05])
+    # (a 15-row triple; the fit chose the output whole, its own row scores what lsnpc-noguard's does)
+    fit = dict(_row("forest", "lsnpc", 0.3, 0.52, 0.38), n_val=15, base_weight=0.0,
+               guard_support={"0.0": 0.3, "0.5": 0.1}, guard_scores={"0.0": [0.6, 0.5], "0.5": [0.55, 0.45],
+                                                                  "1.0": [0.5, 0.4]})
+    rows = [fit, _row("forest", "base-threshold", 0.3, 0.50, 0.40), _row("forest", "lsnpc-half", 0.3, 0.53, 0.43)]
+    replay_guard(rows, [0.4, 0.2, 0.05], [0, 20])
     out = capsys.readouterr().out
-    assert "| forest | 0.4 | 1 | +2.00 | -2.00 | -2.0 | – | 0 |" in out  # the output whole passes and wins
-    assert "| forest | 0.2 | 1 | +3.00 | +3.00 | +3.0 | – | 0 |" in out  # only the ½ blend passes
-    assert "| forest | 0.05 | 1 | +0.00 | +0.00 | +0.0 | – | 1 |" in out  # neither: the base model
+    assert "| forest | 0.4 | 0 | 1 | +2.00 | -2.00 | -2.0 | – | 0 |" in out  # the output whole passes and wins
+    assert "| forest | 0.2 | 0 | 1 | +3.00 | +3.00 | +3.0 | – | 0 |" in out  # only the ½ blend passes
+    assert "| forest | 0.05 | 0 | 1 | +0.00 | +0.00 | +0.0 | – | 1 |" in out  # neither: the base model
+    assert "| forest | 0.4 | 20 | 1 | +0.00 | +0.00 | +0.0 | – | 1 |" in out  # too few rows to test: the base model
 
 
 def test_the_command_resumes_from_its_results_file(tmp_path):
