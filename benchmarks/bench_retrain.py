@@ -151,6 +151,30 @@ def pending_settings(configs: list[tuple[str, str]], noise: list[str], seeds: li
     return [t for t in tasks if (t[0], str(t[1]), *t[2:]) not in done]
 
 
+def read_results(paths: list[Path] | None) -> list[dict]:
+    """The rows of the JSON-lines results files ``paths`` that exist, in order."""
+    return [json.loads(line) for path in paths or [] if path.exists() for line in path.read_text().splitlines()]
+
+
+def run_settings(run, tasks: list[tuple], args: argparse.Namespace, rows: list[dict], *extra,
+                 describe=None) -> None:
+    """``run(*task, args.data_home, *extra)`` for each of ``tasks`` on ``args.jobs`` processes, in order; each
+    result's rows are added to ``rows`` and appended to ``args.out[0]`` (when given) as it finishes, and a line
+    says so (``describe(result)``, or the setting and its seconds)."""
+    with ProcessPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(run, *task, args.data_home, *extra) for task in tasks]
+        for future in futures:
+            result = future.result()
+            rows.extend(result)
+            if args.out:
+                with open(args.out[0], "a") as fh:
+                    fh.writelines(json.dumps(r) + "\n" for r in result)
+            first = result[0]
+            print("  done " + (describe(result) if describe else f"{first['dataset']}@{first['requested']} "
+                               f"{first['kind']}:{first['rate']} seed {first['seed']} ({first['seconds']:.0f} s)"),
+                  flush=True)
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, seeds: list[int], choose: list[str],
                     out_required: bool) -> None:
     """The options the retraining benchmarks share: noise settings, seeds, the chosen-on sets, where the data
@@ -185,22 +209,15 @@ def main() -> None:
         configs = [(d, size) for d in args.datasets or list(CHOOSE) for size in args.train_sizes]
     if args.report and not args.out:
         parser.error("--report prints the tables of results files: pass them with --out")
-    rows = [json.loads(line) for path in args.out or [] if path.exists() for line in path.read_text().splitlines()]
+    rows = read_results(args.out)
     if not args.report:
         done = {setting_key(r) for r in rows if r["method"] == "choice"}
         tasks = pending_settings(configs, args.noise, args.seeds, done)
         started = time.perf_counter()
-        with ProcessPoolExecutor(args.jobs) as pool:
-            futures = [pool.submit(run_setting, *task, args.data_home) for task in tasks]
-            for future in futures:
-                result = future.result()
-                rows.extend(result)
-                if args.out:
-                    with open(args.out[0], "a") as fh:
-                        fh.writelines(json.dumps(r) + "\n" for r in result)
-                first = result[0]
-                print(f"  done {first['dataset']} n={first['size']} {first['kind']}:{first['rate']} seed {first['seed']}: "
-                      + ", ".join(f"{r['method']} {r['micro']:.1f}/{r['macro']:.1f}" for r in result), flush=True)
+        run_settings(run_setting, tasks, args, rows, describe=lambda result: (
+            f"{result[0]['dataset']} n={result[0]['size']} {result[0]['kind']}:{result[0]['rate']} "
+            f"seed {result[0]['seed']}: " + ", ".join(f"{r['method']} {r['micro']:.1f}/{r['macro']:.1f}"
+                                                    for r in result)))
         print(f"{len(tasks)} settings in {time.perf_counter() - started:.0f} s")
     wanted = {(d, str(size)) for d, size in configs} if not args.report or args.configs or args.datasets else None
     print_tables(rows, args.choose, wanted)

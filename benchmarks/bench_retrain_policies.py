@@ -34,15 +34,20 @@ Results are appended to ``--out`` and resumed; ``--report`` prints the tables of
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-
 from bench_quality import parse_config, prepare_setting
-from bench_retrain import add_run_options, pending_settings, print_tables, setting_key, wrapped_estimator
+from bench_retrain import (
+    add_run_options,
+    pending_settings,
+    print_tables,
+    read_results,
+    run_settings,
+    setting_key,
+    wrapped_estimator,
+)
 
 METHODS = ("noisy", "lsnpc", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "noisy+I", "four-L",
            "four-T", "two-T", "choice")
@@ -134,18 +139,10 @@ def main() -> None:
         configs = [parse_config(spec) for spec in args.configs]
     except ValueError as error:
         parser.error(str(error))
-    rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
+    rows = read_results(args.out)
     if not args.report:
         done = {setting_key(r) for r in rows}
-        tasks = pending_settings(configs, args.noise, args.seeds, done)
-        with ProcessPoolExecutor(args.jobs) as pool:
-            for result in pool.map(run_setting, *zip(*tasks), [args.data_home] * len(tasks)) if tasks else ():
-                rows.extend(result)
-                with open(args.out[0], "a") as fh:
-                    fh.writelines(json.dumps(r) + "\n" for r in result)
-                first = result[0]
-                print(f"  done {first['dataset']} {first['kind']}:{first['rate']} seed {first['seed']} "
-                      f"({first['seconds']:.0f} s)", flush=True)
+        run_settings(run_setting, pending_settings(configs, args.noise, args.seeds, done), args, rows)
     wanted = None if args.report else {(d, str(size)) for d, size in configs}
     print_tables(rows, args.choose, wanted, methods=METHODS)
 

@@ -23,7 +23,6 @@ Results are appended to ``--out`` and resumed; ``--report`` prints the tables of
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 
@@ -32,6 +31,8 @@ from bench_quality import parse_config, prepare_setting
 from bench_retrain import (
     add_run_options,
     pending_settings,
+    read_results,
+    run_settings,
     setting_key,
     wrapped_estimator,
 )
@@ -103,8 +104,8 @@ def print_tables(rows: list[dict]) -> None:
     print("|---|---|---|---|---|---|")
     for rate in sorted(by_rate):
         m = np.mean(by_rate[rate], axis=0)
-        print(f"| {rate:.0%} | {len(by_rate[rate])} | "
-              + " | ".join(f"{m[k]:+.2f} / {m[k + 1]:+.2f}" for k in (0, 2, 4, 6)) + " |")
+        print(f"| {rate:.0%} | {len(by_rate[rate])} | {m[0]:.2f} / {m[1]:.2f} | "
+              + " | ".join(f"{m[k]:+.2f} / {m[k + 1]:+.2f}" for k in (2, 4, 6)) + " |")
 
 
 def main() -> None:
@@ -119,16 +120,10 @@ def main() -> None:
         configs = [parse_config(spec) for spec in args.configs]
     except ValueError as error:
         parser.error(str(error))
-    rows = [json.loads(line) for path in args.out if path.exists() for line in path.read_text().splitlines()]
+    rows = read_results(args.out)
     if not args.report:
         done = {setting_key(r) for r in rows}
-        for task in pending_settings(configs, args.noise, args.seeds, done):
-            result = run_setting(*task, args.data_home, args.lsnpc_seeds)
-            rows.extend(result)
-            with open(args.out[0], "a") as fh:
-                fh.writelines(json.dumps(r) + "\n" for r in result)
-            print(f"  done {task[0]}@{task[1]} {task[2]}:{task[3]} seed {task[4]} ({result[0]['seconds']:.0f} s)",
-                  flush=True)
+        run_settings(run_setting, pending_settings(configs, args.noise, args.seeds, done), args, rows, args.lsnpc_seeds)
     print_tables(rows)
 
 

@@ -26,7 +26,7 @@ def test_tables_give_the_spread_of_the_single_fits_and_the_mean_against_the_tune
     out = capsys.readouterr().out
     assert "| d@500 | symmetric 0% | 0 | 50.0 / 40.0 | 54.0 / 41.0 | 52.0 / 38.0 | 56.0 / 44.0 | 55.0 / 43.0 |" in out
     # spread 4 / 6; single fits +4 / +1 over the base; lowest +2 / −2; the mean +5 / +3
-    assert "| 0% | 1 | +4.00 / +6.00 | +4.00 / +1.00 | +2.00 / -2.00 | +5.00 / +3.00 |" in out
+    assert "| 0% | 1 | 4.00 / 6.00 | +4.00 / +1.00 | +2.00 / -2.00 | +5.00 / +3.00 |" in out
 
 
 def test_a_setting_fits_one_lsnpc_per_seed_and_their_mean(tmp_path):
@@ -42,3 +42,14 @@ def test_one_lsnpc_seed_is_refused_by_name(tmp_path):
                            "--lsnpc-seeds", "3", "--out", str(tmp_path / "s.jsonl")], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "--lsnpc-seeds" in done.stderr
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_the_command_appends_each_setting_and_resumes_from_its_results_file(tmp_path):
+    out = tmp_path / "spread.jsonl"
+    command = [sys.executable, str(BENCHMARKS / "bench_seed_spread.py"), "--configs", f"{SMALL}@full", "--noise",
+               "symmetric:0.3", "--seeds", "0", "--lsnpc-seeds", "3", "4", "--out", str(out)]
+    first = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert "done" in first.stdout and len(out.read_text().splitlines()) == 4  # base, two fits, their mean
+    again = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert "done" not in again.stdout and len(out.read_text().splitlines()) == 4
+    assert "| 30% | 1 |" in again.stdout  # the tables of what the file holds
