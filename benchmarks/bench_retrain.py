@@ -175,6 +175,21 @@ def run_settings(run, tasks: list[tuple], args: argparse.Namespace, rows: list[d
                   flush=True)
 
 
+def run_configs(parser: argparse.ArgumentParser, args: argparse.Namespace, run, *extra
+                ) -> tuple[list[tuple[str, str]], list[dict]]:
+    """``args.configs`` parsed (a bad one is the parser's error) and the rows of ``args.out``; unless ``--report``,
+    every setting of those configs not yet in the rows is run first (:func:`run_settings`, ``extra`` passed on)."""
+    try:
+        configs = [parse_config(spec) for spec in args.configs]
+    except ValueError as error:
+        parser.error(str(error))
+    rows = read_results(args.out)
+    if not args.report:
+        done = {setting_key(r) for r in rows}
+        run_settings(run, pending_settings(configs, args.noise, args.seeds, done), args, rows, *extra)
+    return configs, rows
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, seeds: list[int], choose: list[str],
                     out_required: bool) -> None:
     """The options the retraining benchmarks share: noise settings, seeds, the chosen-on sets, where the data

@@ -38,16 +38,8 @@ import time
 import warnings
 
 import numpy as np
-from bench_quality import parse_config, prepare_setting
-from bench_retrain import (
-    add_run_options,
-    pending_settings,
-    print_tables,
-    read_results,
-    run_settings,
-    setting_key,
-    wrapped_estimator,
-)
+from bench_quality import prepare_setting
+from bench_retrain import add_run_options, print_tables, run_configs, wrapped_estimator
 
 METHODS = ("noisy", "lsnpc", "retrained", "noisy+L", "retrained+L", "noisy+T", "retrained+T", "noisy+I", "four-L",
            "four-T", "two-T", "choice")
@@ -135,14 +127,7 @@ def main() -> None:
     parser.add_argument("--configs", nargs="+", default=["scene@500", "yeast@500"], metavar="DATASET@SIZE")
     add_run_options(parser, seeds=[0, 1], choose=["scene", "yeast"], out_required=True)
     args = parser.parse_args()
-    try:
-        configs = [parse_config(spec) for spec in args.configs]
-    except ValueError as error:
-        parser.error(str(error))
-    rows = read_results(args.out)
-    if not args.report:
-        done = {setting_key(r) for r in rows}
-        run_settings(run_setting, pending_settings(configs, args.noise, args.seeds, done), args, rows)
+    configs, rows = run_configs(parser, args, run_setting)
     wanted = None if args.report else {(d, str(size)) for d, size in configs}
     print_tables(rows, args.choose, wanted, methods=METHODS)
 

@@ -27,15 +27,8 @@ import time
 import warnings
 
 import numpy as np
-from bench_quality import parse_config, prepare_setting
-from bench_retrain import (
-    add_run_options,
-    pending_settings,
-    read_results,
-    run_settings,
-    setting_key,
-    wrapped_estimator,
-)
+from bench_quality import prepare_setting
+from bench_retrain import add_run_options, run_configs, setting_key, wrapped_estimator
 
 
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str,
@@ -116,14 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     if len(args.lsnpc_seeds) < 2:
         parser.error(f"--lsnpc-seeds needs at least two seeds to measure a spread, got {args.lsnpc_seeds}")
-    try:
-        configs = [parse_config(spec) for spec in args.configs]
-    except ValueError as error:
-        parser.error(str(error))
-    rows = read_results(args.out)
-    if not args.report:
-        done = {setting_key(r) for r in rows}
-        run_settings(run_setting, pending_settings(configs, args.noise, args.seeds, done), args, rows, args.lsnpc_seeds)
+    _, rows = run_configs(parser, args, run_setting, args.lsnpc_seeds)
     print_tables(rows)
 
 
