@@ -38,6 +38,7 @@ import time
 import warnings
 
 import numpy as np
+
 from bench_quality import prepare_setting
 from bench_retrain import add_run_options, print_tables, run_configs, wrapped_estimator
 

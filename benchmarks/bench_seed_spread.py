@@ -9,10 +9,13 @@ threshold. Rows (test micro / macro-F1 ×100):
   lsnpc            one row per LSNPC seed (``lsnpc_seed``)
   lsnpc-mean       the mean of those fits' probabilities, at the threshold ``tune_threshold`` chooses on val0
                    (each fit chose its epoch and blend on val0 too, as a single fit does)
+  lsnpc-mean-guarded  the mean of the fits' outputs before their blends, then LSNPC's guard on val0 (its
+                   candidates, confidence and folds; ``lsnpc.corrector.blend.test_on_validation``) and the
+                   threshold tuned on val0 for the blend it keeps: what one fit of five networks would do
 
-Prints, per setting, the base model's scores, the single fits' mean, lowest and highest, and the mean of the fits;
-then, per noise rate, the mean over settings of the single fits' spread (highest minus lowest) and of each row
-against base-threshold.
+Prints, per setting, the base model's scores, the single fits' mean, lowest and highest, and both means of the
+fits; then, per noise rate, the mean over settings of the single fits' spread (highest minus lowest) and of each
+row against base-threshold.
 
     python benchmarks/bench_seed_spread.py --configs "bibtex[top=48]@700" --noise symmetric:0.0 symmetric:0.3 \\
         --seeds 0 1 --lsnpc-seeds 11 12 13 14 15 --out spread.jsonl
@@ -27,18 +30,22 @@ import time
 import warnings
 
 import numpy as np
+
 from bench_quality import prepare_setting
 from bench_retrain import add_run_options, run_configs, setting_key, wrapped_estimator
 
 
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str,
                 lsnpc_seeds: list[int]) -> list[dict]:
-    """The rows of one setting: base-threshold, one lsnpc row per seed of ``lsnpc_seeds``, lsnpc-mean."""
+    """The rows of one setting: base-threshold, one lsnpc row per seed of ``lsnpc_seeds``, lsnpc-mean,
+    lsnpc-mean-guarded."""
     from sklearn.base import clone
     from threadpoolctl import threadpool_limits
 
     from lsnpc import LSNPC, tune_threshold
+    from lsnpc.corrector.blend import test_on_validation
     from lsnpc.metrics import macro_f1, micro_f1
+    from lsnpc.model_selection import multilabel_folds
     from lsnpc.retrain.estimator import _probs
 
     with threadpool_limits(1), warnings.catch_warnings():
@@ -57,48 +64,64 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
                         **extra)
 
         rows = [row("base-threshold", tune_threshold(Yv, P_val).predict(P_test))]
-        on_val, on_test = [], []
+        blended, outputs = ([], []), ([], [])  # (on val0, on the test rows)
         for lsnpc_seed in lsnpc_seeds:
             fit = LSNPC(random_state=lsnpc_seed, n_threads=1).fit(Xtr, P_in, X_val=Xv, y_val=Yv, pred_probs_val=P_val)
             rows.append(row("lsnpc", fit.predict(Xt, P_test), lsnpc_seed=lsnpc_seed, base_weight=fit.base_weight_))
-            on_val.append(fit.predict_proba(Xv, P_val))
-            on_test.append(fit.predict_proba(Xt, P_test))
-        mean_val, mean_test = np.mean(on_val, axis=0), np.mean(on_test, axis=0)
+            for side, (X_, P_) in enumerate(((Xv, P_val), (Xt, P_test))):
+                blended[side].append(fit.predict_proba(X_, P_))
+                outputs[side].append(fit._output(X_, P_))
+        mean_val, mean_test = np.mean(blended[0], axis=0), np.mean(blended[1], axis=0)
         rows.append(row("lsnpc-mean", tune_threshold(Yv, mean_val).predict(mean_test), n_fits=len(lsnpc_seeds)))
+        out_val, out_test = np.mean(outputs[0], axis=0), np.mean(outputs[1], axis=0)
+        rng = np.random.default_rng(seed)
+        w, _ = test_on_validation(Yv, out_val, P_val, candidates=tuple(fit.blend_candidates),
+                                  confidence=float(fit.blend_confidence),
+                                  folds=multilabel_folds(Yv, int(fit.val_folds), rng), rng=rng)
+        guarded_val, guarded_test = (1 - w) * out_val + w * P_val, (1 - w) * out_test + w * P_test
+        rows.append(row("lsnpc-mean-guarded", tune_threshold(Yv, guarded_val).predict(guarded_test),
+                        n_fits=len(lsnpc_seeds), base_weight=w))
         rows[0]["seconds"] = time.perf_counter() - started
         return rows
 
 
 def print_tables(rows: list[dict]) -> None:
-    """Per setting, then per noise rate (see the module's docstring)."""
+    """Per setting, then per noise rate (see the module's docstring); lsnpc-mean-guarded where the rows hold it."""
     settings: dict[tuple, dict[str, list[dict]]] = {}
     for r in rows:
         settings.setdefault(setting_key(r), {}).setdefault(r["method"], []).append(r)
     if not settings:
         print("No results to print.")
         return
-    print("\n| data set | noise | seed | base-threshold | single fits: mean | lowest | highest | lsnpc-mean |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| data set | noise | seed | base-threshold | single fits: mean | lowest | highest | lsnpc-mean "
+          "| lsnpc-mean-guarded |")
+    print("|---|---|---|---|---|---|---|---|---|")
     by_rate: dict[float, list[np.ndarray]] = {}
     for (dataset, size, kind, rate, seed), methods in settings.items():
         if not {"base-threshold", "lsnpc", "lsnpc-mean"} <= set(methods):
             continue
-        base = np.array([methods["base-threshold"][-1][k] for k in ("micro", "macro")])
+        scores = {m: np.array([methods[m][-1][k] for k in ("micro", "macro")]) if m in methods else np.full(2, np.nan)
+                  for m in ("base-threshold", "lsnpc-mean", "lsnpc-mean-guarded")}
+        base = scores["base-threshold"]
         single = np.array([[r["micro"], r["macro"]] for r in methods["lsnpc"]])
-        mean = np.array([methods["lsnpc-mean"][-1][k] for k in ("micro", "macro")])
-        cells = [base, single.mean(0), single.min(0), single.max(0), mean]
+        cells = [base, single.mean(0), single.min(0), single.max(0), scores["lsnpc-mean"], scores["lsnpc-mean-guarded"]]
         print(f"| {dataset}@{size} | {kind} {rate:.0%} | {seed} | "
-              + " | ".join(f"{c[0]:.1f} / {c[1]:.1f}" for c in cells) + " |")
-        by_rate.setdefault(rate, []).append(np.concatenate([single.max(0) - single.min(0), single.mean(0) - base,
-                                                            single.min(0) - base, mean - base]))
+              + " | ".join("–" if np.isnan(c).any() else f"{c[0]:.1f} / {c[1]:.1f}" for c in cells) + " |")
+        by_rate.setdefault(rate, []).append(np.concatenate([
+            single.max(0) - single.min(0), single.mean(0) - base, single.min(0) - base,
+            scores["lsnpc-mean"] - base, scores["lsnpc-mean-guarded"] - base]))
     print("\nMeans over settings (micro / macro): the single fits' spread (highest − lowest), and against "
-          "base-threshold the single fits' mean, their lowest, and lsnpc-mean")
-    print("| noise rate | settings | spread | single fits − base | lowest − base | lsnpc-mean − base |")
-    print("|---|---|---|---|---|---|")
+          "base-threshold the single fits' mean, their lowest, lsnpc-mean and lsnpc-mean-guarded (its worst setting)")
+    print("| noise rate | settings | spread | single fits − base | lowest − base | lsnpc-mean − base "
+          "| lsnpc-mean-guarded − base | its worst |")
+    print("|---|---|---|---|---|---|---|---|")
     for rate in sorted(by_rate):
-        m = np.mean(by_rate[rate], axis=0)
-        print(f"| {rate:.0%} | {len(by_rate[rate])} | {m[0]:.2f} / {m[1]:.2f} | "
-              + " | ".join(f"{m[k]:+.2f} / {m[k + 1]:+.2f}" for k in (2, 4, 6)) + " |")
+        d = np.array(by_rate[rate])
+        m = d.mean(0)
+        guarded = "–" if np.isnan(m[8:]).any() else f"{m[8]:+.2f} / {m[9]:+.2f} | {d[:, 8:].min():+.1f}"
+        print(f"| {rate:.0%} | {len(d)} | {m[0]:.2f} / {m[1]:.2f} | "
+              + " | ".join(f"{m[k]:+.2f} / {m[k + 1]:+.2f}" for k in (2, 4, 6))
+              + (f" | {guarded} |" if guarded != "–" else " | – | – |"))
 
 
 def main() -> None:
