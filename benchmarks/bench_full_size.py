@@ -59,6 +59,7 @@ import argparse
 import json
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import bench_quality as bq
@@ -432,7 +433,7 @@ def print_tables(rows: list[dict], methods: tuple[str, ...] = METHODS) -> None:
 WEIGHT_ROWS = {"0.0": "lsnpc-noguard", "0.5": "lsnpc-half", "1.0": "base-threshold"}
 
 
-def replay_guard(rows: list[dict], confidences: list[float], min_rows: list[int] = (0,)) -> None:
+def replay_guard(rows: list[dict], confidences: list[float], min_rows: Sequence[int] = (0,)) -> None:
     """The guard's choice replayed at each of ``confidences`` (``blend_confidence``) from the numbers an ``lsnpc`` row
     records (``guard_support``, ``guard_scores``), and with the base model kept wherever the triple has fewer than
     each of ``min_rows`` rows; scored with the rows of the outputs it chooses among (:data:`WEIGHT_ROWS`; run

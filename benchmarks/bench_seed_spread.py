@@ -67,10 +67,12 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
         blended, outputs = ([], []), ([], [])  # (on val0, on the test rows)
         for lsnpc_seed in lsnpc_seeds:
             fit = LSNPC(random_state=lsnpc_seed, n_threads=1).fit(Xtr, P_in, X_val=Xv, y_val=Yv, pred_probs_val=P_val)
-            rows.append(row("lsnpc", fit.predict(Xt, P_test), lsnpc_seed=lsnpc_seed, base_weight=fit.base_weight_))
             for side, (X_, P_) in enumerate(((Xv, P_val), (Xt, P_test))):
                 blended[side].append(fit.predict_proba(X_, P_))
                 outputs[side].append(fit._output(X_, P_))
+            # fit.predict, from the probabilities just computed
+            rows.append(row("lsnpc", (blended[1][-1] >= fit.threshold_).astype(np.int64), lsnpc_seed=lsnpc_seed,
+                            base_weight=fit.base_weight_))
         mean_val, mean_test = np.mean(blended[0], axis=0), np.mean(blended[1], axis=0)
         rows.append(row("lsnpc-mean", tune_threshold(Yv, mean_val).predict(mean_test), n_fits=len(lsnpc_seeds)))
         out_val, out_test = np.mean(outputs[0], axis=0), np.mean(outputs[1], axis=0)
