@@ -142,6 +142,28 @@ def test_fit_counts_labels_on_the_unlabelled_rows_it_is_given(tmp_path: Path) ->
                             tmp_path / "Pu.npy", "--out", tmp_path / "other"), "--unlabelled-features")
 
 
+def test_fit_trains_several_networks_and_correct_averages_them(tmp_path: Path) -> None:
+    """--set n_fits=2: the saved model holds both networks (the report lists both epochs), and correct returns what
+    the library's loaded model returns."""
+    from lsnpc import LSNPC
+
+    X, Y = make_toy_multilabel(200, 6, 4, seed=2)
+    P = np.clip(0.7 * Y + np.random.default_rng(0).uniform(0, 0.3, Y.shape), 0, 1)
+    for name, array in dict(X=X[:160], P=P[:160], Xt=X[160:], Pt=P[160:]).items():
+        np.save(tmp_path / f"{name}.npy", array)
+    result = lsnpc("fit", "--features", tmp_path / "X.npy", "--probs", tmp_path / "P.npy", "--epochs", "1",
+                   "--set", "hidden_dim=16", "--set", "latent_dim=4", "--set", "n_fits=2", "--json",
+                   "--out", tmp_path / "model")
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["report"]["decisions"][0]["evidence"]["best_epochs"]) == 2
+    corrected = lsnpc("correct", "--model", tmp_path / "model", "--features", tmp_path / "Xt.npy", "--probs",
+                      tmp_path / "Pt.npy", "--out", tmp_path / "Pc.npy")
+    assert corrected.returncode == 0, corrected.stderr
+    loaded = LSNPC.load(tmp_path / "model")
+    assert len(loaded.models_) == 2
+    np.testing.assert_array_equal(np.load(tmp_path / "Pc.npy"), loaded.predict_proba(X[160:], P[160:]))
+
+
 def test_a_library_warning_is_one_line_that_names_the_flag(tmp_path: Path) -> None:
     """fit on flat --probs (a base model that learned nothing) warns in one line ``warning: ...`` on
     stderr that names --probs, not in Python's file-and-line format, and still saves the model; probabilities
@@ -268,6 +290,12 @@ def test_fit_progress_names_each_phase_as_it_runs() -> None:
     assert after("decide", 36) == "saving the model"
     assert after("calibrate_probabilities", 36) == "calibrate probabilities"
     assert after(None) == "fitting LSNPC"
+    # several networks: each step says whose, and the next network's training follows the last one's student
+    assert after("train", 3, network=2, networks=3) == "network 2/3: training epoch 4/36"
+    assert after("train", 36, network=2, networks=3) == "network 2/3: fitting the student"
+    assert after("student", 36, network=2, networks=3) == "network 3/3: training"
+    assert after("train", 36, student=False, network=1, networks=2) == "network 2/2: training"
+    assert after("student", 36, network=3, networks=3) == "choosing blend and threshold"
 
 
 @pytest.mark.slow

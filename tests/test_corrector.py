@@ -330,6 +330,66 @@ def test_default_settings_train_on_one_thread_and_leave_the_callers_setting(
     assert hooked.history_[-1]["loss"] == plain.history_[-1]["loss"]
 
 
+@pytest.mark.parametrize("evidence", ["validation", "noisy labels"])
+def test_several_networks_average_and_the_first_is_the_single_fit(problem: dict[str, np.ndarray],
+                                                                  evidence: str) -> None:
+    """n_fits=3: the first network is the one n_fits=1 trains with the same seed, the later ones hold out the same
+    rows and differ; the output is the three networks' mean, and the blend and threshold are decided on it."""
+    from lsnpc import simulate_noise
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    given = (dict(X_val=X[300:350], y_val=Y[300:350], pred_probs_val=P[300:350]) if evidence == "validation"
+             else dict(labels=simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]))
+    one = LSNPC(random_state=3, **FAST).fit(X[:300], P[:300], **given)
+    three = LSNPC(random_state=3, n_fits=3, **FAST).fit(X[:300], P[:300], **given)
+    assert len(three.models_) == len(three.students_) == 3 and three.model_ is three.models_[0]
+    for name, tensor in one.model_.state_dict().items():
+        torch.testing.assert_close(three.model_.state_dict()[name], tensor, rtol=0, atol=0)
+    untimed = [[{k: v for k, v in e.items() if k != "seconds"} for e in fit.history_] for fit in (one, three)]
+    assert three.best_epoch_ == one.best_epoch_ and untimed[0] == untimed[1]
+    assert not torch.equal(three.models_[1].label_decoder.out.weight, three.models_[2].label_decoder.out.weight)
+    epoch = three.report_["epoch"].evidence
+    assert len(epoch["best_epochs"]) == 3 and epoch["best_epochs"][0] == three.best_epoch_
+    assert epoch["n_holdout"] == one.report_["epoch"].evidence["n_holdout"]
+    assert len(three.report_["student"].evidence["best_epochs"]) == 3
+    Xt, Pt = X[350:], P[350:]
+    each = []
+    for model, student in zip(three.models_, three.students_):
+        single = LSNPC(**three.get_params())
+        single.models_, single.students_, single._student_share = [model], [student], three._student_share
+        single.device_ = three.device_
+        each.append(single._output(Xt, Pt))
+    np.testing.assert_allclose(three._output(Xt, Pt), np.mean(each, axis=0), rtol=0, atol=1e-6)
+    w = three.base_weight_
+    np.testing.assert_allclose(three.predict_proba(Xt, Pt), (1 - w) * np.mean(each, axis=0) + w * Pt, atol=1e-6)
+    if evidence == "validation":  # the threshold is the one tuned on the mean as blended
+        tuned = tune_threshold(Y[300:350], three.predict_proba(X[300:350], P[300:350]))
+        assert three.threshold_ == tuned.threshold
+
+
+def test_a_later_network_holds_out_the_rows_it_is_given(problem: dict[str, np.ndarray]) -> None:
+    """The rows held out of training (to choose the epoch, then to test and threshold the mean of the networks)
+    are those passed, so every network of a fit leaves the same rows unseen."""
+    from lsnpc.corrector.config import ModelSpec, TrainingConfig, build_model
+    from lsnpc.corrector.training import TrainingData, train_latent_shift_model
+
+    X, Y, P = problem["X"][:100], problem["Y"][:100], problem["P"][:100]
+    params = LSNPC(**{**FAST, "epochs": 1}).get_params()
+    rows = np.array([5, 17, 40, 63, 99, 2, 8, 11, 20, 30])
+    cpu = torch.device("cpu")
+
+    def train(n_holdout: int) -> np.ndarray:
+        model = build_model(ModelSpec.from_params(params), n_features=X.shape[1], n_labels=P.shape[1])
+        data = TrainingData.build(X, P, clean=None, val=None, labels=Y, device=cpu)
+        return train_latent_shift_model(model, data, config=TrainingConfig.from_params(params), own_encoder=True,
+                                        selection="noisy_f1", n_holdout=n_holdout, rng=np.random.default_rng(0),
+                                        device=cpu, holdout_rows=rows).holdout_rows
+
+    assert sorted(train(10)) == sorted(rows)
+    with pytest.raises(ValueError, match="holdout_rows must hold n_holdout = 12 row indices, got 10"):
+        train(12)
+
+
 def test_same_seed_same_predictions_other_seed_other(problem: dict[str, np.ndarray]) -> None:
     X, P = problem["X"], problem["P"]
     runs = [LSNPC(random_state=s, **FAST).fit(X[:150], P[:150]).predict_proba(X[300:], P[300:]) for s in (5, 5, 6)]
@@ -436,6 +496,8 @@ def test_fit_rejects_bad_input(kwargs: dict, match: str) -> None:
         (dict(count_floor=0), "count_floor must be >"),
         (dict(count_growth=0.5), "count_growth must be >= 1"),
         (dict(min_val_rows=0), "min_val_rows must be >= 1"),
+        (dict(n_fits=0), "n_fits must be >= 1"),
+        (dict(n_fits=1.5), "n_fits must be"),
     ],
 )
 def test_bad_hyper_parameters_are_named(params: dict, match: str) -> None:

@@ -49,7 +49,7 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
     assert {stat.S_IMODE(p.stat().st_mode) for p in target.iterdir()} == {0o644}
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
     config = json.loads((target / "config.json").read_text())
-    assert config["format"] == "lsnpc" and config["format_version"] == 4
+    assert config["format"] == "lsnpc" and config["format_version"] == 5
     assert config["weights"]["sha256"] == hashlib.sha256((target / "model.safetensors").read_bytes()).hexdigest()
     loaded = LSNPC.load(target)
     np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
@@ -58,6 +58,52 @@ def test_round_trip_and_file_permissions(fitted: LSNPC, problem: dict[str, np.nd
     assert loaded.threshold_ == fitted.threshold_ and loaded.base_weight_ == fitted.base_weight_
     np.testing.assert_array_equal(loaded.predict(X, P), fitted.predict(X, P))
     assert loaded.get_params() == {**fitted.get_params(), "device": "cpu"}
+
+
+def test_several_networks_round_trip_in_the_same_files(problem: dict[str, np.ndarray], tmp_path: Path) -> None:
+    """n_fits=2: both networks and both students are saved (the second's names prefixed "fit1."), loaded and
+    averaged as fitted; a file that holds another number of networks than the config says is refused."""
+    from safetensors import safe_open
+
+    X, Y, P = problem["X"], problem["Y"], problem["P"]
+    fitted = LSNPC(random_state=0, n_fits=2, **FAST).fit(
+        X[:300], P[:300], X_val=X[300:350], y_val=Y[300:350], pred_probs_val=P[300:350])
+    target = tmp_path / "model"
+    fitted.save(target)
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors", "student.safetensors"]
+    for name in ("model.safetensors", "student.safetensors"):
+        with safe_open(str(target / name), framework="pt") as fh:
+            keys = list(fh.keys())
+        first = [k for k in keys if not k.startswith("fit1.")]
+        assert sorted(k.removeprefix("fit1.") for k in keys if k.startswith("fit1.")) == sorted(first)
+    loaded = LSNPC.load(target)
+    assert len(loaded.models_) == len(loaded.students_) == 2 and loaded.n_fits == 2
+    np.testing.assert_array_equal(loaded.predict_proba(X[TEST], P[TEST]), fitted.predict_proba(X[TEST], P[TEST]))
+    assert loaded.report_ == fitted.report_
+
+    def one_network(c: dict) -> None:
+        c["params"]["n_fits"] = 1
+        c["fitted"]["report_"]["decisions"][0]["evidence"]["best_epochs"] = [c["fitted"]["best_epoch_"]]
+
+    _rewrite_config(target, one_network)
+    with pytest.raises(ValueError, match="does not match the model its config describes: .*fit1"):
+        LSNPC.load(target)
+
+
+def test_a_folder_written_before_n_fits_loads_as_one_network(fitted: LSNPC, problem: dict[str, np.ndarray],
+                                                              saved: Path) -> None:
+    """Format version 4 had no n_fits and no best_epochs: it is read as the one network it holds."""
+
+    def version_4(c: dict) -> None:
+        c["format_version"] = 4
+        c["params"].pop("n_fits")
+        c["fitted"]["report_"]["decisions"][0]["evidence"].pop("best_epochs")
+
+    _rewrite_config(saved, version_4)
+    loaded = LSNPC.load(saved)
+    assert loaded.n_fits == 1 and len(loaded.models_) == 1
+    X, P = problem["X"][TEST], problem["P"][TEST]
+    np.testing.assert_array_equal(loaded.predict_proba(X, P), fitted.predict_proba(X, P))
 
 
 def test_a_fit_on_the_noisy_labels_round_trips(problem: dict[str, np.ndarray], tmp_path: Path) -> None:
@@ -217,6 +263,9 @@ def test_edited_config_is_refused(saved: Path) -> None:
         (lambda c: c["params"].update(nosuch=1), "parameters this lsnpc does not know: nosuch"),
         (lambda c: c.pop("weights"), "missing 'weights'"),
         (lambda c: c.update(encoder="other"), "'encoder' must be 'user' or 'builtin'"),
+        (lambda c: c["params"].update(n_fits=2), "best_epochs must list n_fits = 2 epochs"),
+        (lambda c: c["fitted"]["report_"]["decisions"][0]["evidence"].update(best_epochs=[99]),
+         "the first best_epoch_ = "),
     ],
 )
 def test_inconsistent_config_is_refused(saved: Path, edit, match: str) -> None:

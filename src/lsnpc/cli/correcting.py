@@ -115,18 +115,22 @@ _FIT_ERRORS = dict(X="--features", pred_probs="--probs", X_clean="--clean-featur
 def _running_next(phase: Any, epoch: int, total: int, entry: Any, *, student: bool) -> str:
     """What ``lsnpc fit`` does next, for its progress bar, once the step whose history ``entry`` (of ``phase``,
     ``epoch`` of ``total``) reports has finished: the warm start, each training epoch, the student's fit, the
-    choice of blend and threshold (``student``: whether the fit has a student). A phase this does not know is
-    shown by its own name."""
+    choice of blend and threshold (``student``: whether the fit has a student), each prefixed by its network where
+    the fit trains several. A phase this does not know is shown by its own name."""
     from rich.markup import escape
 
     diverged = isinstance(entry, dict) and bool(entry.get("diverged"))
+    network, networks = (entry.get("network"), entry.get("networks")) if isinstance(entry, dict) else (None, None)
+    of = f"network {network}/{networks}: " if network is not None else ""
     if phase == "warm_start":
-        return f"training epoch 1/{total}"
+        return f"{of}training epoch 1/{total}"
     if phase == "train" and epoch < total and not diverged:
-        return f"training epoch {epoch + 1}/{total}"
-    if phase == "train":  # the last epoch, or training stopped
-        return "fitting the student" if student else "choosing blend and threshold"
-    if phase == "student":
+        return f"{of}training epoch {epoch + 1}/{total}"
+    if phase == "train" and student:  # the last epoch, or training stopped
+        return f"{of}fitting the student"
+    if phase in ("train", "student") and network is not None and network < networks:
+        return f"network {network + 1}/{networks}: training"
+    if phase in ("train", "student"):
         return "choosing blend and threshold"
     if phase == "decide":
         return "saving the model"

@@ -64,7 +64,8 @@ def check_params(est: Any) -> None:
     check_scalar(est.eta, "eta", low=0, high=1)
     for name in ("min_steps", "epochs"):
         check_auto_or_int(getattr(est, name), name)
-    for name in ("latent_dim", "label_embedding_dim", "hidden_dim", "batch_size", "n_samples", "min_val_rows"):
+    for name in ("latent_dim", "label_embedding_dim", "hidden_dim", "batch_size", "n_samples", "min_val_rows",
+                 "n_fits"):
         check_scalar(getattr(est, name), name, kind=Integral, low=1)
     check_in_choices(est.selection, "selection", SELECTIONS)
     check_in_choices(est.train_feed, "train_feed", FEEDS)

@@ -59,12 +59,20 @@ from .threshold import (
     tune_threshold,
     within_count,
 )
-from .training import TrainingData, start_at_label_means, train_latent_shift_model
+from .training import TrainingData, TrainResult, start_at_label_means, train_latent_shift_model
 
 __all__ = ["LSNPC"]
 
 # the student's share of the output beside the post-hoc correction: their mean
 STUDENT_SHARE = 0.5
+
+
+def _tagged(on_epoch: Callable[[int, int, dict[str, Any]], None], network: int,
+            networks: int) -> Callable[[int, int, dict[str, Any]], None]:
+    """``on_epoch`` with each entry copied and told which of the fit's networks reports it (1-based)."""
+    def hook(epoch: int, epochs: int, entry: dict[str, Any]) -> None:
+        on_epoch(epoch, epochs, {**entry, "network": network, "networks": networks})
+    return hook
 
 
 class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
@@ -162,6 +170,10 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
     n_threads : int or None, default 1
         torch CPU threads in fit and predict (None: torch's setting); one is never far from the best, and on a
         busy machine more threads wait on each other (``benchmarks/bench_threads.py``).
+    n_fits : int >= 1, default 1
+        Networks trained (steps 2 and 3), each from its own seed; the output is their mean, and the blend and the
+        threshold are decided on that mean. One fit's seed moves a small set's scores by points; the mean of
+        several moves less and scores higher there (``docs/design.md``), for n_fits times the fit's time.
     random_state : int, numpy Generator or None
         The same seed gives the same numbers on the same machine.
     device : str, default "cpu"
@@ -175,9 +187,11 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
     threshold_ : float             ``predict``'s threshold
     base_weight_ : float           w, the base model's share of ``predict_proba``
     selection_ : str               the epoch criterion ("val_f1", "noisy_f1", "noisy_elbo", "last")
-    best_epoch_, epochs_ : int     the epoch kept (0: the warm start) and the epochs run
-    history_ : list of dict        per-epoch losses and selection scores
-    model_, student_               the trained networks (student_ None without a student)
+    best_epoch_, epochs_ : int     the epoch kept (0: the warm start) and the epochs run, by the first network
+                                   (``report_["epoch"].evidence["best_epochs"]``: every network's)
+    history_ : list of dict        the first network's per-epoch losses and selection scores
+    models_, students_ : list      the trained networks, ``n_fits`` of each (students_ entries None without a
+                                   student); ``model_`` and ``student_`` are the first
     n_features_in_, n_labels_ : int
     feature_names_in_ : ndarray of str   X's column names, when X was a DataFrame with string column names
     label_names_in_ : ndarray of str     pred_probs' column names, likewise
@@ -192,7 +206,7 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         blend_candidates: Sequence[float] = (0.0, 0.5), blend_confidence: float = 0.4, val_folds: int = 5,
         prior_base_weight: float = 1 / 3, threshold: float | str = "auto", threshold_grid: Sequence[float] | str = "auto",
         count_floor: float = 0.05, count_growth: float = 1.5, decoder_bias: str = "default", schedule: str = "cosine",
-        holdout_fraction: float = 0.1, min_steps: int | str = "auto", n_threads: int | None = 1,
+        holdout_fraction: float = 0.1, min_steps: int | str = "auto", n_threads: int | None = 1, n_fits: int = 1,
         random_state: Any = None, device: str = "cpu", verbose: bool = False,
     ) -> None:
         self.latent, self.nu, self.nu0, self.beta, self.eta = latent, nu, nu0, beta, eta
@@ -205,7 +219,23 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         self.count_floor, self.count_growth, self.decoder_bias = count_floor, count_growth, decoder_bias
         self.schedule = schedule
         self.holdout_fraction, self.min_steps = holdout_fraction, min_steps
-        self.n_threads, self.random_state, self.device, self.verbose = n_threads, random_state, device, verbose
+        self.n_threads, self.n_fits = n_threads, n_fits
+        self.random_state, self.device, self.verbose = random_state, device, verbose
+
+    @property
+    def model_(self) -> nn.Module:
+        """The first trained latent-shift network (``models_[0]``)."""
+        return self._first("models_")
+
+    @property
+    def student_(self) -> nn.Module | None:
+        """The first network's corrected-label student (``students_[0]``; None without a student)."""
+        return self._first("students_")
+
+    def _first(self, name: str) -> Any:
+        if name not in self.__dict__:
+            raise AttributeError(f"this {type(self).__name__} is not fitted: it has no {name} (call fit first)")
+        return self.__dict__[name][0]
 
     @classmethod
     def paper(cls, **overrides: Any) -> LSNPC:
@@ -262,7 +292,9 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
             any new row's. Never trained on.
         on_epoch : callable, optional
             ``on_epoch(epoch, epochs, entry)`` after the warm start (entry["phase"] "warm_start"), each epoch
-            ("train"), the student ("student") and the decisions ("decide"): a hook for progress displays.
+            ("train"), the student ("student") and the decisions ("decide"): a hook for progress displays. With
+            ``n_fits`` > 1 the entries of steps 2 and 3 say which network reports them (entry["network"], from 1,
+            of entry["networks"]).
 
         Returns
         -------
@@ -315,31 +347,56 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
     def _fit_steps(self, Xa: np.ndarray, P: np.ndarray, given: np.ndarray | None, clean: Any, val: Any,
                    unlabelled: tuple[np.ndarray, np.ndarray] | None, plan: FitPlan, rng: np.random.Generator,
                    seed: int, predict_seed: int, on_epoch: Any) -> None:
-        """Steps 2–5 of the class docstring, then the report."""
-        hold = self._train(Xa, P, given, clean, val if plan.selection == "val_f1" else None, plan, rng, seed,
-                           predict_seed, on_epoch)
-
-        trained = np.setdiff1d(np.arange(len(P)), hold)
+        """Steps 2–5 of the class docstring, then the report. With ``n_fits`` > 1 steps 2 and 3 run once per
+        network; the later networks draw their seeds from ``rng`` after the first is done (so the first is the
+        fit ``n_fits=1`` gives) and hold out the first's rows."""
+        val_select = val if plan.selection == "val_f1" else None
         use_val = val if plan.evidence == "validation" else None
-        student = self._fit_student(Xa, P, trained, use_val, torch_seed_from(rng))
-        if on_epoch is not None:
-            on_epoch(self.epochs_, self.epochs_, {"phase": "student"})
+        models, students, epochs, student_epochs = [], [], [], []
+        hold = None
+        n_fits = int(self.n_fits)
+        for k in range(n_fits):
+            if k:
+                seed, predict_seed = torch_seed_from(rng), torch_seed_from(rng)
+            hook = on_epoch if on_epoch is None or n_fits == 1 else _tagged(on_epoch, k + 1, n_fits)
+            result, model = self._train(Xa, P, given, clean, val_select, plan, rng, seed, predict_seed, hook,
+                                        holdout=hold)
+            if k == 0:
+                hold = (np.sort(result.holdout_rows) if result.holdout_rows is not None
+                        else np.zeros(0, dtype=np.int64))
+                self.epochs_, self.best_epoch_, self.history_ = result.epochs, result.best_epoch, result.history
+                self.selection_, self.predict_seed_ = result.selection, predict_seed
+            trained = np.setdiff1d(np.arange(len(P)), hold)
+            student, fitted = self._fit_student(model, Xa, P, trained, use_val, torch_seed_from(rng))
+            models.append(model)
+            students.append(student)
+            epochs.append(result.best_epoch)
+            student_epochs.append(fitted)
+            if hook is not None:
+                hook(self.epochs_, self.epochs_, {"phase": "student"})
+        self.models_, self.students_ = models, students
+        self._student_share = STUDENT_SHARE if self.student else None
+        student = (Decision("student", None, "off") if not self.student else Decision(
+            "student", STUDENT_SHARE, "mean", {**student_epochs[0], "best_epochs": [f["best_epoch"] for f in student_epochs]}))
         check_rows = hold if len(hold) else trained  # rows the correction did not train on, where there are some
-        blend = self._decide_blend(plan, Xa, P, given, val, check_rows, np.random.default_rng(predict_seed))
+        blend = self._decide_blend(plan, Xa, P, given, val, check_rows, np.random.default_rng(self.predict_seed_))
         self.base_weight_ = float(blend.choice)
         threshold = self._decide_threshold(plan, Xa, P, given, val, hold, flat=bool(blend.evidence.get("flat")),
                                            unlabelled=unlabelled)
         self.threshold_ = float(threshold.choice)
         epoch = Decision("epoch", self.best_epoch_, self.selection_, {
             "epochs": self.epochs_, "n_holdout": len(hold), "n_val": len(val[1]) if plan.selection == "val_f1" else 0,
-            "n_clean": 0 if clean is None else len(clean[1])})
+            "n_clean": 0 if clean is None else len(clean[1]), "best_epochs": epochs})
         self.report_ = FitReport(plan, (epoch, student, blend, threshold))
         if on_epoch is not None:
             on_epoch(self.epochs_, self.epochs_, {"phase": "decide"})
 
     def _train(self, X: np.ndarray, P: np.ndarray, given: np.ndarray | None, clean: Any, val: Any, plan: FitPlan,
-               rng: np.random.Generator, seed: int, predict_seed: int, on_epoch: Any) -> np.ndarray:
-        """Step 2: build and train the model; returns the training rows held out of training (sorted indices)."""
+               rng: np.random.Generator, seed: int, predict_seed: int, on_epoch: Any,
+               holdout: np.ndarray | None = None) -> tuple[TrainResult, nn.Module]:
+        """Step 2 for one network: build and train it (``holdout``: the training rows to hold out of training, None:
+        drawn from ``rng``); returns the training result (its held-out rows among it) and the network. Sets the
+        fitted fields every network shares (the features' and labels' shapes)."""
         params = self.get_params(deep=False)
         with num_threads(self.n_threads), seeded(seed, self.device_):
             data_dim = None if self.encoder is None else infer_output_dim(self.encoder, as_tensor(X[:2]))
@@ -356,28 +413,25 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
                 selection=plan.selection, n_holdout=plan.n_holdout, rng=rng, device=self.device_, on_epoch=on_epoch,
                 val_threshold=None if plan.threshold == "tuned on validation" else float(
                     self.threshold if plan.threshold == "given" else 0.5),
-                thresholds=self._threshold_candidates())
-        self.model_, self.predict_seed_ = model, predict_seed
+                thresholds=self._threshold_candidates(), holdout_rows=holdout)
         self.n_features_in_, self.input_shape_ = int(np.prod(X.shape[1:])), tuple(int(s) for s in X.shape[1:])
         self.n_labels_, self.data_dim_ = P.shape[1], model.label_decoder.data_dim
-        self.epochs_, self.best_epoch_, self.history_ = result.epochs, result.best_epoch, result.history
-        self.selection_ = result.selection
-        return np.sort(result.holdout_rows) if result.holdout_rows is not None else np.zeros(0, dtype=np.int64)
+        return result, model
 
-    def _fit_student(self, X: np.ndarray, P: np.ndarray, rows: np.ndarray, val: Any, seed: int) -> Decision:
-        """Step 3: fit ``student_`` to the corrected posterior of the training ``rows`` (not the held-out ones)."""
-        self.student_, self._student_share = None, None
+    def _fit_student(self, model: nn.Module, X: np.ndarray, P: np.ndarray, rows: np.ndarray, val: Any,
+                     seed: int) -> tuple[LabelStudent | None, dict[str, Any]]:
+        """Step 3 for one network: its student fitted to ``model``'s corrected posterior of the training ``rows``
+        (not the held-out ones); returns the student (None with ``student=False``) and its fit's numbers."""
         if not self.student:
-            return Decision("student", None, "off")
-        targets = self._raw_correct(X[rows], P[rows])
-        encoder = copy.deepcopy(self.model_.data_encoder)
+            return None, {}
+        targets = self._correct_with(model, X[rows], P[rows])
+        encoder = copy.deepcopy(model.data_encoder)
         with num_threads(self.n_threads), seeded(seed, self.device_):
             student = LabelStudent(encoder, self.data_dim_, self.n_labels_).to(self.device_)
             result = fit_student(student, as_tensor(X[rows], device=self.device_),
                                  as_tensor(targets, device=self.device_), val=None if val is None else val[:2])
-        self.student_, self._student_share = student, STUDENT_SHARE
-        return Decision("student", STUDENT_SHARE, "mean", {"epochs": result.epochs, "best_epoch": result.best_epoch,
-                                                           "chosen_by": result.selection, "n_rows": len(rows)})
+        return student, {"epochs": result.epochs, "best_epoch": result.best_epoch, "chosen_by": result.selection,
+                         "n_rows": len(rows)}
 
     def _decide_blend(self, plan: FitPlan, X: np.ndarray, P: np.ndarray, given: np.ndarray | None, val: Any,
                       rows: np.ndarray, rng: np.random.Generator) -> Decision:
@@ -451,20 +505,30 @@ class LSNPC(PostProcessorTagsMixin, LabelIssueMethods, BaseEstimator):
         warn_if_far_from_training(self.model_.data_encoder, Xa)
         return Xa, P
 
-    def _raw_correct(self, X: np.ndarray, P: np.ndarray) -> np.ndarray:
-        """The correction equation (n, L) by Monte Carlo with the model's fixed draws."""
-        self.model_.eval()
+    def _correct_with(self, model: nn.Module, X: np.ndarray, P: np.ndarray) -> np.ndarray:
+        """One network's correction equation (n, L) by Monte Carlo with its fixed draws."""
+        model.eval()
         with num_threads(self.n_threads):
-            return predict_corrected(self.model_, X, P, feed=self.predict_feed, device=self.device_)
+            return predict_corrected(model, X, P, feed=self.predict_feed, device=self.device_)
+
+    def _raw_correct(self, X: np.ndarray, P: np.ndarray) -> np.ndarray:
+        """The correction equation (n, L), without the students: the networks' mean."""
+        corrected = [self._correct_with(model, X, P) for model in self.models_]
+        return corrected[0] if len(corrected) == 1 else np.mean(corrected, axis=0).astype(np.float32)
 
     def _output(self, X: np.ndarray, P: np.ndarray) -> np.ndarray:
-        """LSNPC's output before the blend (n, L): the correction, averaged with the student's probabilities."""
-        output = self._raw_correct(X, P)
-        if self.student_ is not None:
-            with num_threads(self.n_threads):
-                taught = self.student_.predict_proba(as_tensor(X, device=self.device_)).cpu().numpy()
-            share = float(self._student_share)
-            output = ((1 - share) * output + share * taught).astype(np.float32)
+        """LSNPC's output before the blend (n, L): per network, the correction averaged with its student's
+        probabilities; then the mean over the ``n_fits`` networks."""
+        outputs = []
+        for model, student in zip(self.models_, self.students_):
+            output = self._correct_with(model, X, P)
+            if student is not None:
+                with num_threads(self.n_threads):
+                    taught = student.predict_proba(as_tensor(X, device=self.device_)).cpu().numpy()
+                share = float(self._student_share)
+                output = (1 - share) * output + share * taught
+            outputs.append(output)
+        output = (outputs[0] if len(outputs) == 1 else np.mean(outputs, axis=0)).astype(np.float32)
         finite = np.isfinite(output).all(axis=1)
         if not finite.all():
             raise ValueError(f"LSNPC computed non-finite probabilities for {int((~finite).sum())} of {len(finite)} "

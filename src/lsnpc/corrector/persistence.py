@@ -2,20 +2,22 @@
 
 Layout of ``path/``::
 
-    config.json         {"format": "lsnpc", "format_version": 3, "params": {...}, "fitted": {...},
+    config.json         {"format": "lsnpc", "format_version": 5, "params": {...}, "fitted": {...},
                          "weights": {"file": "model.safetensors", "sha256": ...},
                          ["student_weights": {"file": "student.safetensors", "sha256": ...},]
                          "config_sha256": <the SHA-256 of the rest of this JSON>}
-    model.safetensors   every tensor of the model's state dict
-    student.safetensors the corrected-label student's state dict (only when the corrector has one)
+    model.safetensors   every tensor of the model's state dict; with ``n_fits`` > 1 the later networks' too, their
+                        names prefixed "fit1.", "fit2.", ...
+    student.safetensors the corrected-label students' state dicts, named likewise (only when the corrector has them)
 
 Nothing is pickled. Saving never replaces a folder that is not a saved model, replaces a model only when asked
 to, and deletes nothing it did not write (:func:`lsnpc._io.atomic_directory`). Loading refuses, with one
 ValueError that says what is wrong, anything damaged or inconsistent: a checksum that does not match (weights or
 config), a missing or unknown parameter or fitted field, one of the wrong type or range, a report whose decisions
 disagree with the fitted fields, weights whose names, shapes or constants (ν, ν0) disagree with the config, or
-non-finite weights. Every field the loader reads is covered by the config's checksum. Folders written by an older
-lsnpc (format versions 1 and 2) are refused with a message to fit again: their decisions were of another kind.
+non-finite weights. Every field the loader reads is covered by the config's checksum. Format version 4 (before
+``n_fits``) is read as one network; older folders are refused with a message to fit again: their decisions were
+of another kind.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ __all__ = ["FITTED_FIELDS", "SavedCorrector", "save_corrector", "read_corrector"
            "is_saved_corrector", "check_save_target"]
 
 FORMAT = "lsnpc"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
+# the oldest format read: version 4 differs only in having no n_fits (one network)
+READ_VERSIONS = (4, FORMAT_VERSION)
 WEIGHTS_NAME = "model.safetensors"
 STUDENT_WEIGHTS_NAME = "student.safetensors"
 OWNED_FILES = (CONFIG_NAME, WEIGHTS_NAME, STUDENT_WEIGHTS_NAME)
@@ -93,6 +97,16 @@ def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
 
 
+def _prefix(network: int) -> str:
+    """The weight names' prefix of a fit's ``network`` (0-based) in its file: none for the first."""
+    return "" if network == 0 else f"fit{network}."
+
+
+def _networks_state(modules: list[nn.Module]) -> dict[str, torch.Tensor]:
+    """One state dict for a fit's networks, each one's names under its :func:`_prefix`."""
+    return {_prefix(k) + name: t for k, module in enumerate(modules) for name, t in _cpu_state(module).items()}
+
+
 def save_corrector(path: str | Path, *, estimator: Any, overwrite: bool = False) -> Path:
     """Write a fitted corrector to the directory ``path`` atomically; return the path.
 
@@ -126,11 +140,12 @@ def save_corrector(path: str | Path, *, estimator: Any, overwrite: bool = False)
 def _write_corrector(tmp: Path, config: dict[str, Any], estimator: Any, params: dict[str, Any]) -> None:
     """The weights files and config.json of ``estimator`` into the folder ``tmp``."""
     weights = tmp / WEIGHTS_NAME
-    save_file(_cpu_state(estimator.model_), str(weights), metadata={"format": FORMAT, "model_spec": _spec_json(params)})
+    save_file(_networks_state(estimator.models_), str(weights),
+              metadata={"format": FORMAT, "model_spec": _spec_json(params)})
     config["weights"] = {"file": WEIGHTS_NAME, "sha256": file_digest(weights)}
     if estimator.student_ is not None:
         student_weights = tmp / STUDENT_WEIGHTS_NAME
-        save_file(_cpu_state(estimator.student_), str(student_weights), metadata={"format": FORMAT})
+        save_file(_networks_state(estimator.students_), str(student_weights), metadata={"format": FORMAT})
         config["student_weights"] = {"file": STUDENT_WEIGHTS_NAME, "sha256": file_digest(student_weights)}
     config = seal(config)
     atomic_write_json(tmp / CONFIG_NAME, config)
@@ -147,9 +162,10 @@ class SavedCorrector:
     weights_sha256: str
     student_sha256: str | None = None  # the student's weights (None: no student)
 
-    def load_weights(self, model: nn.Module, *, student: bool = False) -> None:
-        """Load the saved state dict into ``model`` (built from ``params`` by ``build_model``), or with
-        ``student=True`` the student's into ``model`` (a :class:`~lsnpc.corrector.student.LabelStudent`).
+    def load_weights(self, models: list[nn.Module], *, student: bool = False) -> None:
+        """Load the saved state dicts into ``models``, the fit's networks in order (built from ``params`` by
+        ``build_model``), or with ``student=True`` the students' into ``models`` (each a
+        :class:`~lsnpc.corrector.student.LabelStudent`).
 
         Refuses weights whose checksum, names, shapes, constants (ν, ν0) or values (non-finite) are
         not those of the config.
@@ -166,17 +182,27 @@ class SavedCorrector:
                 f"{weights} was saved with {', '.join(f'{k}={saved.get(k)!r}' for k in differ)}, but {CONFIG_NAME} "
                 f"says {', '.join(f'{k}={described.get(k)!r}' for k in differ)}: the files do not belong together"
             )
-        expected = model.state_dict()
-        for name in _CONSTANT_BUFFERS:
-            if name in expected and name in state and not torch.equal(state[name], expected[name].cpu()):
-                raise ValueError(f"{weights} holds {name}={state[name].item():g}, but {CONFIG_NAME} says "
-                                 f"{name}={expected[name].item():g}: the files do not belong together")
-        try:
-            model.load_state_dict(state, strict=True)
-        except RuntimeError as exc:
-            first = str(exc).strip().splitlines()
-            raise ValueError(f"{weights} does not match the model its config describes: "
-                             f"{' '.join(line.strip() for line in first[:3])}") from exc
+        later = {_prefix(k): k for k in range(1, len(models))}
+        parts: list[dict[str, torch.Tensor]] = [{} for _ in models]
+        for key, tensor in state.items():
+            head = key.split(".", 1)[0] + "."
+            if head in later:
+                parts[later[head]][key[len(head):]] = tensor
+            else:
+                parts[0][key] = tensor
+        for k, (model, part) in enumerate(zip(models, parts)):
+            expected = model.state_dict()
+            for name in _CONSTANT_BUFFERS:
+                if name in expected and name in part and not torch.equal(part[name], expected[name].cpu()):
+                    raise ValueError(f"{weights} holds {_prefix(k)}{name}={part[name].item():g}, but {CONFIG_NAME} "
+                                     f"says {name}={expected[name].item():g}: the files do not belong together")
+            try:
+                model.load_state_dict(part, strict=True)
+            except RuntimeError as exc:
+                first = str(exc).strip().splitlines()
+                which = f" (network {k + 1} of {len(models)})" if len(models) > 1 else ""
+                raise ValueError(f"{weights} does not match the model its config describes{which}: "
+                                 f"{' '.join(line.strip() for line in first[:3])}") from exc
 
 
 def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorrector:
@@ -197,6 +223,8 @@ def read_corrector(path: str | Path, *, encoder: nn.Module | None) -> SavedCorre
     if not user_encoder and encoder is not None:
         raise ValueError(f"{str(path)!r} uses LSNPC's own data encoder; do not pass encoder= to load it")
     params = dict(config["params"])
+    if config["format_version"] == 4:  # written before n_fits: one network
+        params.setdefault("n_fits", 1)
     for name in _TUPLE_PARAMS:
         if isinstance(params.get(name), list):
             params[name] = tuple(params[name])
@@ -234,20 +262,23 @@ def restore_corrector(cls: type, path: str | Path, *, encoder: nn.Module | None,
     if encoder is None and fitted["data_dim_"] != estimator.hidden_dim:
         raise ValueError(f"{config_path} is damaged: fitted data_dim_ = {fitted['data_dim_']} but hidden_dim = "
                          f"{estimator.hidden_dim}")
-    model = build_model(ModelSpec.from_params(estimator.get_params(deep=False)),
-                        n_features=int(fitted["n_features_in_"]), n_labels=int(fitted["n_labels_"]),
-                        encoder=encoder, data_dim=int(fitted["data_dim_"]))
-    saved.load_weights(model)
-    student = None
+    models = [build_model(ModelSpec.from_params(estimator.get_params(deep=False)),
+                          n_features=int(fitted["n_features_in_"]), n_labels=int(fitted["n_labels_"]),
+                          encoder=encoder, data_dim=int(fitted["data_dim_"]))
+              for _ in range(int(estimator.n_fits))]
+    saved.load_weights(models)
+    students: list[Any] = [None] * len(models)
     share = fitted["report_"]["student"].choice
     if share is not None:
-        student = LabelStudent(copy.deepcopy(model.data_encoder), int(fitted["data_dim_"]), int(fitted["n_labels_"]))
-        saved.load_weights(student, student=True)
-        student = student.to(dev).eval()
+        students = [LabelStudent(copy.deepcopy(model.data_encoder), int(fitted["data_dim_"]),
+                                 int(fitted["n_labels_"])) for model in models]
+        saved.load_weights(students, student=True)
+        students = [student.to(dev).eval() for student in students]
     for name in FITTED_FIELDS:
         if fitted[name] is not None or name not in ("feature_names_in_", "label_names_in_"):
             setattr(estimator, name, fitted[name])
-    estimator.model_, estimator.student_, estimator._student_share = model.to(dev).eval(), student, share
+    estimator.models_, estimator.students_ = [model.to(dev).eval() for model in models], students
+    estimator._student_share = share
     estimator.device_ = dev
     return estimator
 
@@ -261,7 +292,7 @@ def _weights_entry(config: dict[str, Any], key: str, file_name: str, config_path
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    config = read_config(path, fmt=FORMAT, versions=(FORMAT_VERSION,), what="LSNPC model",
+    config = read_config(path, fmt=FORMAT, versions=READ_VERSIONS, what="LSNPC model",
                          older="fit the corrector again")
     config_path = path / CONFIG_NAME
     for key in ("params", "fitted", "encoder", "weights"):
@@ -331,6 +362,13 @@ def _check_fitted(raw: dict[str, Any], params: dict[str, Any], config_path: Path
         if fitted[name] != value:
             raise ValueError(f"{config_path} is damaged or was edited: fitted {name} = {fitted[name]!r} but the "
                              f"report says {value!r}")
+    n_fits = params.get("n_fits", 1)
+    best_epochs = report["epoch"].evidence.get("best_epochs", [fitted["best_epoch_"]])
+    if not (isinstance(best_epochs, list) and len(best_epochs) == n_fits and best_epochs[:1] == [fitted["best_epoch_"]]
+            and all(is_int(e, 0, fitted["epochs_"]) for e in best_epochs)):
+        raise ValueError(f"{config_path} is damaged or was edited: the report's best_epochs must list n_fits = "
+                         f"{n_fits} epochs in [0, {fitted['epochs_']}], the first best_epoch_ = "
+                         f"{fitted['best_epoch_']}; got {best_epochs!r:.80}")
     if share is not None and not (_is_number(share) and 0 <= share <= 1):
         raise ValueError(f"{config_path} is damaged: the report's student share must be null or a number in [0, 1]")
     if (share is not None) != bool(params.get("student")):

@@ -122,9 +122,16 @@ class FitReport:
         plan, epoch = self.plan, self["epoch"]
         student, blend, threshold = self["student"], self["blend"], self["threshold"]
         lines = [_evidence_sentence(plan)]
-        lines.append(f"The epoch kept is {epoch.choice} of {epoch.evidence.get('epochs', '?')}, chosen by "
-                     f"{_CRITERIA.get(epoch.method, epoch.method)}.")
+        epochs = epoch.evidence.get("best_epochs") or [epoch.choice]
+        if len(epochs) > 1:
+            lines.append(f"{len(epochs)} networks were trained; the epochs kept are {', '.join(map(str, epochs))} of "
+                         f"{epoch.evidence.get('epochs', '?')}, chosen by {_CRITERIA.get(epoch.method, epoch.method)}.")
+        else:
+            lines.append(f"The epoch kept is {epoch.choice} of {epoch.evidence.get('epochs', '?')}, chosen by "
+                         f"{_CRITERIA.get(epoch.method, epoch.method)}.")
         what = "the correction averaged with the student's probabilities" if student.choice else "the correction"
+        if len(epochs) > 1:
+            what = f"the mean over the {len(epochs)} networks of {what}"
         w = float(blend.choice or 0.0)
         if w == 1.0:
             lines.append(f"predict_proba returns the base model's probabilities unchanged: {_blend_why(blend)}.")

@@ -316,6 +316,7 @@ def train_latent_shift_model(
     on_epoch: Callable[[int, int, dict[str, Any]], None] | None = None,
     val_threshold: float | None = 0.5,
     thresholds: Any = "auto",
+    holdout_rows: np.ndarray | None = None,
 ) -> TrainResult:
     """Algorithm 1: per epoch a pass over the noisy data, then one over the clean data (if any).
 
@@ -326,18 +327,26 @@ def train_latent_shift_model(
 
     ``own_encoder``: the data encoder is LSNPC's own (so ``config.warm_start`` applies to it).
     ``n_holdout``: training rows held out (drawn from ``rng``) for the noisy criteria ("noisy_f1", "noisy_elbo");
-    the plan's count (:func:`lsnpc.corrector.plan.holdout_size`).
+    the plan's count (:func:`lsnpc.corrector.plan.holdout_size`). ``holdout_rows``: those rows given instead (the
+    ``n_holdout`` indices another network of the same fit held out), the rest shuffled by ``rng``.
     ``on_epoch(epoch, epochs, entry)``: called after the warm start (epoch 0) and after each epoch with
     its history entry (progress bars); it sees the numbers, it does not change them.
     """
     X, P = data.X, data.P
-    holdout = holdout_rows = None
+    holdout = None
+    given_rows, holdout_rows = holdout_rows, None
     if selection in ("noisy_elbo", "noisy_f1"):
         n_hold = n_holdout
         if len(X) - n_hold < 2 or n_hold < 2:
             selection = "last"
         else:
-            order = rng.permutation(len(X))
+            if given_rows is None:
+                order = rng.permutation(len(X))
+            else:
+                given_rows = np.asarray(given_rows, dtype=np.int64)
+                if len(given_rows) != n_hold:
+                    raise ValueError(f"holdout_rows must hold n_holdout = {n_hold} row indices, got {len(given_rows)}")
+                order = np.concatenate([given_rows, rng.permutation(np.setdiff1d(np.arange(len(X)), given_rows))])
             perm = torch.as_tensor(order, device=device)
             hold_idx, train_idx = perm[:n_hold], perm[n_hold:]
             holdout_rows = order[:n_hold]

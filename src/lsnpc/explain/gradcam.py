@@ -212,6 +212,9 @@ def _check_corrector(corrector: Any, images: torch.Tensor, pred_probs: Any) -> t
     if not isinstance(corrector, LSNPC):
         raise ValueError(f"corrector must be a fitted LSNPC, got {type(corrector).__name__}")
     check_is_fitted(corrector, "model_")
+    if len(corrector.models_) > 1:
+        raise ValueError(f"corrector averages {len(corrector.models_)} networks (n_fits={corrector.n_fits}); a Grad-CAM "
+                         "map explains one network: fit it with n_fits=1 to explain it")
     if corrector.encoder is None:
         raise ValueError(
             "corrector was fitted without encoder=: its data encoder is an MLP over feature vectors, "
