@@ -170,6 +170,9 @@ def test_bad_inputs_are_refused_naming_the_argument(setting) -> None:
     own_encoder = LSNPC(epochs=1, random_state=0).fit(features, np.full((20, 3), 0.5, dtype=np.float32))
     with pytest.raises(ValueError, match="fitted without encoder="):
         corrected_cams(own_encoder, x, probs, 0)
+    averaged = LSNPC(epochs=1, n_fits=2, random_state=0).fit(features, np.full((20, 3), 0.5, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"corrector averages 2 networks \(n_fits=2\); a Grad-CAM map explains one"):
+        corrected_cams(averaged, x, probs, 0)
 
 
 def test_the_figure_is_written_atomically_and_never_over_a_users_file(setting, tmp_path: Path) -> None:
