@@ -12,6 +12,8 @@ threshold. Rows (test micro / macro-F1 ×100):
   lsnpc-mean-guarded  the mean of the fits' outputs before their blends, then LSNPC's guard on val0 (its
                    candidates, confidence and folds; ``lsnpc.corrector.blend.test_on_validation``) and the
                    threshold tuned on val0 for the blend it keeps: what one fit of five networks would do
+  lsnpc-n-fits     that fit as the library does it: ``LSNPC(n_fits=len(seeds), random_state=seeds[0])`` (its
+                   first network is the first seed's; the others have seeds of its own), at its own threshold
 
 Prints, per setting, the base model's scores, the single fits' mean, lowest and highest, and both means of the
 fits; then, per noise rate, the mean over settings of the single fits' spread (highest minus lowest) and of each
@@ -38,7 +40,7 @@ from bench_retrain import add_run_options, run_configs, setting_key, wrapped_est
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str,
                 lsnpc_seeds: list[int]) -> list[dict]:
     """The rows of one setting: base-threshold, one lsnpc row per seed of ``lsnpc_seeds``, lsnpc-mean,
-    lsnpc-mean-guarded."""
+    lsnpc-mean-guarded, lsnpc-n-fits."""
     from sklearn.base import clone
     from threadpoolctl import threadpool_limits
 
@@ -83,12 +85,17 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
         guarded_val, guarded_test = (1 - w) * out_val + w * P_val, (1 - w) * out_test + w * P_test
         rows.append(row("lsnpc-mean-guarded", tune_threshold(Yv, guarded_val).predict(guarded_test),
                         n_fits=len(lsnpc_seeds), base_weight=w))
+        several = LSNPC(random_state=lsnpc_seeds[0], n_fits=len(lsnpc_seeds), n_threads=1).fit(
+            Xtr, P_in, X_val=Xv, y_val=Yv, pred_probs_val=P_val)
+        rows.append(row("lsnpc-n-fits", several.predict(Xt, P_test), n_fits=len(lsnpc_seeds),
+                        base_weight=several.base_weight_))
         rows[0]["seconds"] = time.perf_counter() - started
         return rows
 
 
 def print_tables(rows: list[dict]) -> None:
-    """Per setting, then per noise rate (see the module's docstring); lsnpc-mean-guarded where the rows hold it."""
+    """Per setting, then per noise rate (see the module's docstring); lsnpc-mean-guarded and lsnpc-n-fits where the
+    rows hold them ("–" in files written before them)."""
     settings: dict[tuple, dict[str, list[dict]]] = {}
     for r in rows:
         settings.setdefault(setting_key(r), {}).setdefault(r["method"], []).append(r)
@@ -96,34 +103,36 @@ def print_tables(rows: list[dict]) -> None:
         print("No results to print.")
         return
     print("\n| data set | noise | seed | base-threshold | single fits: mean | lowest | highest | lsnpc-mean "
-          "| lsnpc-mean-guarded |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| lsnpc-mean-guarded | lsnpc-n-fits |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     by_rate: dict[float, list[np.ndarray]] = {}
     for (dataset, size, kind, rate, seed), methods in settings.items():
         if not {"base-threshold", "lsnpc", "lsnpc-mean"} <= set(methods):
             continue
         scores = {m: np.array([methods[m][-1][k] for k in ("micro", "macro")]) if m in methods else np.full(2, np.nan)
-                  for m in ("base-threshold", "lsnpc-mean", "lsnpc-mean-guarded")}
+                  for m in ("base-threshold", "lsnpc-mean", "lsnpc-mean-guarded", "lsnpc-n-fits")}
         base = scores["base-threshold"]
         single = np.array([[r["micro"], r["macro"]] for r in methods["lsnpc"]])
-        cells = [base, single.mean(0), single.min(0), single.max(0), scores["lsnpc-mean"], scores["lsnpc-mean-guarded"]]
+        cells = [base, single.mean(0), single.min(0), single.max(0), scores["lsnpc-mean"], scores["lsnpc-mean-guarded"],
+                 scores["lsnpc-n-fits"]]
         print(f"| {dataset}@{size} | {kind} {rate:.0%} | {seed} | "
               + " | ".join("–" if np.isnan(c).any() else f"{c[0]:.1f} / {c[1]:.1f}" for c in cells) + " |")
         by_rate.setdefault(rate, []).append(np.concatenate([
             single.max(0) - single.min(0), single.mean(0) - base, single.min(0) - base,
-            scores["lsnpc-mean"] - base, scores["lsnpc-mean-guarded"] - base]))
+            scores["lsnpc-mean"] - base, scores["lsnpc-mean-guarded"] - base, scores["lsnpc-n-fits"] - base]))
     print("\nMeans over settings (micro / macro): the single fits' spread (highest − lowest), and against "
-          "base-threshold the single fits' mean, their lowest, lsnpc-mean and lsnpc-mean-guarded (its worst setting)")
+          "base-threshold the single fits' mean, their lowest, lsnpc-mean, lsnpc-mean-guarded and lsnpc-n-fits (each "
+          "with its worst setting)")
     print("| noise rate | settings | spread | single fits − base | lowest − base | lsnpc-mean − base "
-          "| lsnpc-mean-guarded − base | its worst |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| lsnpc-mean-guarded − base | its worst | lsnpc-n-fits − base | its worst |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for rate in sorted(by_rate):
         d = np.array(by_rate[rate])
         m = d.mean(0)
-        guarded = "–" if np.isnan(m[8:]).any() else f"{m[8]:+.2f} / {m[9]:+.2f} | {d[:, 8:].min():+.1f}"
+        late = ["– | –" if np.isnan(m[k:k + 2]).any() else f"{m[k]:+.2f} / {m[k + 1]:+.2f} | {d[:, k:k + 2].min():+.1f}"
+                for k in (8, 10)]  # rows written before lsnpc-mean-guarded, or before lsnpc-n-fits, lack them
         print(f"| {rate:.0%} | {len(d)} | {m[0]:.2f} / {m[1]:.2f} | "
-              + " | ".join(f"{m[k]:+.2f} / {m[k + 1]:+.2f}" for k in (2, 4, 6))
-              + (f" | {guarded} |" if guarded != "–" else " | – | – |"))
+              + " | ".join(f"{m[k]:+.2f} / {m[k + 1]:+.2f}" for k in (2, 4, 6)) + f" | {late[0]} | {late[1]} |")
 
 
 def main() -> None:
