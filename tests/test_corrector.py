@@ -331,17 +331,32 @@ def test_default_settings_train_on_one_thread_and_leave_the_callers_setting(
 
 
 @pytest.mark.parametrize("evidence", ["validation", "noisy labels"])
-def test_several_networks_average_and_the_first_is_the_single_fit(problem: dict[str, np.ndarray],
-                                                                  evidence: str) -> None:
+def test_several_networks_average_and_the_first_is_the_single_fit(problem: dict[str, np.ndarray], evidence: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """n_fits=3: the first network is the one n_fits=1 trains with the same seed, the later ones hold out the same
     rows and differ; the output is the three networks' mean, and the blend and threshold are decided on it."""
     from lsnpc import simulate_noise
+    from lsnpc.corrector import estimator as module
 
     X, Y, P = problem["X"], problem["Y"], problem["P"]
     given = (dict(X_val=X[300:350], y_val=Y[300:350], pred_probs_val=P[300:350]) if evidence == "validation"
              else dict(labels=simulate_noise(Y[:300], "symmetric", 0.2, random_state=0)[0]))
     one = LSNPC(random_state=3, **FAST).fit(X[:300], P[:300], **given)
+    held: list[np.ndarray | None] = []  # each network's held-out rows, as the real training drew or was given them
+    train = module.train_latent_shift_model
+
+    def recording(*args, **kwargs):
+        result = train(*args, **kwargs)
+        held.append(result.holdout_rows)
+        return result
+
+    monkeypatch.setattr(module, "train_latent_shift_model", recording)
     three = LSNPC(random_state=3, n_fits=3, **FAST).fit(X[:300], P[:300], **given)
+    if evidence == "noisy labels":  # the rows that choose the epoch, test the blend and tune the threshold
+        assert len(held) == 3 and len(held[0]) == 30
+        assert all(np.array_equal(np.sort(h), np.sort(held[0])) for h in held[1:])
+    else:
+        assert held == [None, None, None]
     assert len(three.models_) == len(three.students_) == 3 and three.model_ is three.models_[0]
     for name, tensor in one.model_.state_dict().items():
         torch.testing.assert_close(three.model_.state_dict()[name], tensor, rtol=0, atol=0)
