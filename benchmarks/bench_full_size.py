@@ -320,7 +320,8 @@ def _fitted_rows(method: str, methods: tuple[str, ...], params: dict, key: dict,
     at_half = _scored(Yt, Q, 0.5)
     blend = corrector.report_["blend"]
     # the guard's numbers, so that another rule can be replayed on the rows of lsnpc-noguard and lsnpc-half
-    guard = ({"guard_support": blend.evidence["loss_support"], "guard_scores": blend.evidence["scores"]}
+    guard = ({"guard_support": blend.evidence["loss_support"], "guard_scores": blend.evidence["scores"],
+              "guard_se": blend.evidence["difference_se"]}
              if blend.method == "validation test" else {})
     rows = [dict(key, method=method, **_scored(Yt, Q, t), seconds=seconds, threshold=t,
                  base_weight=corrector.base_weight_, blend=blend.method,

@@ -65,6 +65,8 @@ def test_a_validation_triple_plans_every_step_and_the_report_holds_the_numbers(
     passed = [w for w, s in support.items() if s < blend.evidence["confidence"]]
     assert fitted.base_weight_ == (max(passed, key=lambda w: (scores[w], w)) if passed else 1.0)
     assert list(support) == [0.0, 0.5] and set(scores) == {0.0, 0.5, 1.0}
+    spread = {float(w): v for w, v in blend.evidence["difference_se"].items()}  # how finely 50 rows tell them apart
+    assert set(spread) == {0.0, 0.5} and all(len(v) == 2 and 0.0 <= min(v) <= max(v) < 0.5 for v in spread.values())
     # the threshold: tune_threshold on the validation rows of what predict_proba returns
     X, Y, P = problem["X"][300:350], problem["Y"][300:350], problem["P"][300:350]
     curve = tune_threshold(Y, fitted.predict_proba(X, P))

@@ -76,6 +76,25 @@ def test_a_better_output_is_kept_and_a_worse_one_hands_back_the_base_model() -> 
     assert list(evidence["loss_support"]) == [0.0, 0.5] and set(evidence["scores"]) == {0.0, 0.5, 1.0}
 
 
+def test_the_blend_test_records_how_finely_its_rows_tell_a_blend_from_the_base_model() -> None:
+    # the bootstrap standard error of (blend - base) F1: 0 where a blend decides as the base model does, and about
+    # half as large on four times the rows
+    y, good, poor = _validation_rows()
+    _, same = blend.test_on_validation(y, good, good, candidates=(0.0, 0.5), confidence=0.4, folds=_folds(60),
+                                       rng=np.random.default_rng(0))
+    assert same["difference_se"] == {0.0: [0.0, 0.0], 0.5: [0.0, 0.0]}
+    spreads = []
+    for n in (60, 240):
+        y, good, poor = _validation_rows(n=n)
+        _, evidence = blend.test_on_validation(y, good, poor, candidates=(0.0, 0.5), confidence=0.4,
+                                               folds=_folds(n), rng=np.random.default_rng(0))
+        micro, macro = evidence["difference_se"][0.0]
+        gap = np.subtract(evidence["scores"][0.0], evidence["scores"][1.0])
+        assert 0.0 < micro < gap[0] and 0.0 < macro < gap[1]  # a clear win stands more than one SE clear
+        spreads.append(micro)
+    assert 0.35 < spreads[1] / spreads[0] < 0.7
+
+
 def test_each_candidate_is_judged_at_its_own_tuned_threshold_not_at_one_half() -> None:
     # an output that ranks every row right but sits below 0.5, against a base model that is right at 0.5 on
     # fewer rows: at 0.5 the output predicts nothing and would lose; at its own threshold it wins

@@ -167,10 +167,13 @@ def _blend_why(blend: Decision) -> str:
         scores = e.get("scores", {})
         support = ", ".join(f"w = {k}: {v:.0%}" for k, v in e.get("loss_support", {}).items())
         shown = "; ".join(f"w = {k}: {100 * v[0]:.1f} / {100 * v[1]:.1f}" for k, v in scores.items())
+        spread = "; ".join(f"w = {k}: {100 * v[0]:.1f} / {100 * v[1]:.1f}"
+                           for k, v in e.get("difference_se", {}).items())
         return (f"of the blends that did not lose micro- or macro-F1 to the base model in {e.get('confidence', 0):.0%} "
                 f"of bootstrap resamples of {e.get('n_rows')} validation rows, the best, each decided at a threshold "
                 f"tuned on other rows ({e.get('folds')} folds; micro / macro-F1 {shown or 'none'}; lost in: "
-                f"{support or 'none tried'})")
+                f"{support or 'none tried'}; standard error of each blend's difference to the base model, "
+                f"micro / macro: {spread or 'not recorded'})")
     if blend.method == "noisy-label test":
         support = e.get("loss_support", {}).get("0.0", 0.0)
         return (f"against the prior blend (w = {e.get('prior', 0):.3g}) on the noisy labels of {e.get('n_rows')} "
