@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from bench_quality import prepare_setting
-from bench_retrain import add_run_options, run_configs, setting_key, wrapped_estimator
+from bench_retrain import add_run_options, rows_by_setting, run_configs, wrapped_estimator
 
 #: how far below the noisy model in macro-F1 the relabelled one may fall (the bar docs/retrain.md measures against)
 MACRO_BAR = 0.5
@@ -77,9 +77,7 @@ def _paired(methods: dict[str, list[dict]]) -> np.ndarray:
 
 def print_tables(rows: list[dict]) -> None:
     """Per setting, then per noise rate (see the module's docstring)."""
-    settings: dict[tuple, dict[str, list[dict]]] = {}
-    for r in rows:
-        settings.setdefault(setting_key(r), {}).setdefault(r["method"], []).append(r)
+    settings = rows_by_setting(rows)
     if not settings:
         print("No results to print.")
         return

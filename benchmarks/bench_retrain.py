@@ -142,6 +142,14 @@ def setting_key(row: dict) -> tuple:
     return row["dataset"], str(row["requested"]), row["kind"], row["rate"], row["seed"]
 
 
+def rows_by_setting(rows: list[dict]) -> dict[tuple, dict[str, list[dict]]]:
+    """``rows`` grouped by :func:`setting_key`, then by method, in the order they come."""
+    settings: dict[tuple, dict[str, list[dict]]] = {}
+    for r in rows:
+        settings.setdefault(setting_key(r), {}).setdefault(r["method"], []).append(r)
+    return settings
+
+
 def pending_settings(configs: list[tuple[str, str]], noise: list[str], seeds: list[int],
                      done: set[tuple]) -> list[tuple[str, str, str, float, int]]:
     """The (data set, size, noise kind, rate, seed) settings of ``configs`` × ``noise`` × ``seeds`` whose

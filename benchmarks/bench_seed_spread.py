@@ -34,7 +34,7 @@ import warnings
 import numpy as np
 
 from bench_quality import prepare_setting
-from bench_retrain import add_run_options, run_configs, setting_key, wrapped_estimator
+from bench_retrain import add_run_options, rows_by_setting, run_configs, wrapped_estimator
 
 
 def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home: str,
@@ -96,9 +96,7 @@ def run_setting(dataset: str, size: str, kind: str, rate: float, seed: int, home
 def print_tables(rows: list[dict]) -> None:
     """Per setting, then per noise rate (see the module's docstring); lsnpc-mean-guarded and lsnpc-n-fits where the
     rows hold them ("–" in files written before them)."""
-    settings: dict[tuple, dict[str, list[dict]]] = {}
-    for r in rows:
-        settings.setdefault(setting_key(r), {}).setdefault(r["method"], []).append(r)
+    settings = rows_by_setting(rows)
     if not settings:
         print("No results to print.")
         return
