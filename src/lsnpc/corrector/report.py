@@ -159,6 +159,11 @@ def _evidence_sentence(plan: FitPlan) -> str:
     return said
 
 
+def _per_weight(pairs: Mapping[str, Any]) -> str:
+    """{w: [micro, macro]} in F1 units as "w = 0.0: 61.2 / 40.3; ..." (points)."""
+    return "; ".join(f"w = {k}: {100 * v[0]:.1f} / {100 * v[1]:.1f}" for k, v in pairs.items())
+
+
 def _blend_why(blend: Decision) -> str:
     e = blend.evidence
     if blend.method == "off":
@@ -166,9 +171,7 @@ def _blend_why(blend: Decision) -> str:
     if blend.method == "validation test":
         scores = e.get("scores", {})
         support = ", ".join(f"w = {k}: {v:.0%}" for k, v in e.get("loss_support", {}).items())
-        shown = "; ".join(f"w = {k}: {100 * v[0]:.1f} / {100 * v[1]:.1f}" for k, v in scores.items())
-        spread = "; ".join(f"w = {k}: {100 * v[0]:.1f} / {100 * v[1]:.1f}"
-                           for k, v in e.get("difference_se", {}).items())
+        shown, spread = _per_weight(scores), _per_weight(e.get("difference_se", {}))
         return (f"of the blends that did not lose micro- or macro-F1 to the base model in {e.get('confidence', 0):.0%} "
                 f"of bootstrap resamples of {e.get('n_rows')} validation rows, the best, each decided at a threshold "
                 f"tuned on other rows ({e.get('folds')} folds; micro / macro-F1 {shown or 'none'}; lost in: "
